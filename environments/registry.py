@@ -3,7 +3,8 @@
 The entry point's name is the gymnasium id and its value the SRLGymEnv subclass, so a third-party package adds an
 env with one line in its packaging metadata. ``import environments`` loads them all (as the algorithm and SRL model
 registries do with theirs) and registers them in gymnasium, after which ``gymnasium.make("MobileRobotGymEnv-v0")``
-works. A plugin that fails to import, is not an SRLGymEnv, was built for another API major version, or whose id
+works. A plugin that fails to import, is not an SRLGymEnv, was built for another API major version, has ``ground_truth``
+in its ``SRL_MODES`` without the methods that compute it (:func:`missingGroundTruthMethods`), or whose id
 gymnasium refuses (malformed, "Dot+Env-v0") is recorded in
 ``failed_env_plugins`` (id -> reason), reported once as an :class:`EnvPluginLoadWarning`, and skipped; the others
 still load. A plugin whose own module is half-way through its import when the registry loads (the module imported
@@ -52,7 +53,26 @@ def _refusal(plugin: Any) -> str | None:
     if apiMajor(getattr(plugin, "API_VERSION", None)) != SRLGymEnv.API_VERSION:
         return (f"built for API version {plugin.API_VERSION}, this srl-toolbox provides API version "
                 f"{SRLGymEnv.API_VERSION}")
+    missing = missingGroundTruthMethods(plugin)
+    if missing:
+        return (f"{plugin.__name__} has ground_truth in its SRL_MODES ({', '.join(plugin.SRL_MODES)}) but does not "
+                f"implement {', '.join(missing)}: implement them, or leave ground_truth out of SRL_MODES")
     return None
+
+
+def missingGroundTruthMethods(env_class: type[SRLGymEnv]) -> list[str]:
+    """
+    :param env_class: an SRLGymEnv subclass
+    :return: the methods the ground truth needs that the class leaves to SRLGymEnv, which raises NotImplementedError
+        in them (``getGroundTruthDim``, ``getTargetPos``, and ``getRobotPos`` unless ``getGroundTruth`` is its own);
+        none when ``ground_truth`` is not one of its ``SRL_MODES``
+    """
+    if "ground_truth" not in env_class.SRL_MODES:
+        return []
+    needed = ["getGroundTruthDim", "getTargetPos"]
+    if env_class.getGroundTruth is SRLGymEnv.getGroundTruth:
+        needed.append("getRobotPos")
+    return sorted(name for name in needed if getattr(env_class, name) is getattr(SRLGymEnv, name))
 
 
 def registerAll() -> dict[str, str]:

@@ -52,7 +52,7 @@ from rl_baselines.runs import train
 from rl_baselines.runs.train_config import TrainConfig, readArgsRecord
 from srl_models.base import readExpConfig
 from srl_models.config import resolveSRLModel
-from srl_models.registry import failedSRLPluginsText, learnedModels
+from srl_models.registry import failedSRLPluginsText, learnedModels, registeredSRL
 from srl_toolbox.cli import (
     CLIParser,
     CommandFailed,
@@ -498,6 +498,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"observation: a mode the env computes, or a learned model kind, looked up in the default "
                              f"SRL config file as train does [{DEFAULT_SRL_MODEL}; with --srl-model-path, the "
                              f"folder's kind]")
+    parser.addValueChoices({"--env": ("envs", sorted(registered_env)),
+                            "--srl-model": ("SRL models", list(registeredSRL()))})
     parser.add_argument("--srl-model-path", type=nonEmptyText, default=None, metavar="FOLDER",
                         help="observe through this trained SRL model folder (as train's --srl-model-path)")
     parser.add_argument("--num-timesteps", type=positiveInt, default=DEFAULT_TIMESTEPS,

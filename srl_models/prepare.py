@@ -40,7 +40,7 @@ from environments import dataset_generator, envOffers, getEnvClass, registered_e
 from environments.dataset import Dataset
 from environments.generator_config import GeneratorConfig
 from environments.partial_folder import differingText
-from environments.registry import defaultRenderersText
+from environments.registry import defaultRenderersText, unknownEnvText
 from environments.srl_env import REFERENCE_RENDERER, RENDERERS
 from srl_models import train
 from srl_models.augment import AUGMENTATIONS
@@ -48,6 +48,7 @@ from srl_models.base import DATASET_FINGERPRINT_KEY, missingWeights
 from srl_models.config import SRLLookupError, defaultConfigFile, readSRLConfig, registerModel
 from srl_models.evaluate import PROBE_FILE, SINGLE_EPISODE
 from srl_models.pca import PCAModel
+from srl_models.registry import failedSRLPlugins
 from srl_models.train import trainFromConfig
 from srl_models.train_choices import (
     foregroundWeight,
@@ -386,13 +387,14 @@ def plan(args: argparse.Namespace) -> Plan:
     """
 
     if args.env not in registered_env:
-        raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")
+        raise UsageError(unknownEnvText(args.env))
     names = list(dict.fromkeys(args.srl_model))
     trainable = trainableModels()
     for name in names:
         if name not in trainable:
-            raise UsageError(f"--srl-model: {name!r} is not a learned model this command trains; valid choices: "
-                             f"{', '.join(trainable)}")
+            skipped = f" (skipped: {failedSRLPlugins()[name]})" if name in failedSRLPlugins() else ""
+            raise UsageError(f"--srl-model: {name!r} is not a learned model this command trains{skipped}; valid "
+                             f"choices: {', '.join(trainable)}")
     defaults = envDefaults(args.env)
     episodes = args.episodes or defaults.episodes
     img_shape = list(args.img_shape or (3, defaults.img_size, defaults.img_size))

@@ -97,6 +97,7 @@ def buildParser() -> argparse.ArgumentParser:
     parser = CLIParser(prog="python -m srl_models.train",
                        description="Train a state representation (SRL) model on a dataset recorded with "
                                    "python -m environments.dataset_generator.")
+    parser.addValueChoices({"--srl-model": ("models", trainableModels())})
     return addSettingFlags(parser, SRLTrainConfig, {"{models}": ", ".join(trainableModels()),
                                                     "{losses}": ", ".join(LOSSES)})
 

@@ -244,6 +244,59 @@ def test_broken_env_plugins_are_reported_by_name_and_skipped(tmp_path):
                                    for line in lines), result.stderr
 
 
+NO_GROUND_TRUTH_ENVS = textwrap.dedent('''
+    from environments.srl_env import SRLGymEnv
+    from line_world.env import LineWorldEnv
+
+
+    class ForgotGroundTruth(SRLGymEnv):
+        """A pixel env written from scratch: it keeps SRLGymEnv's SRL_MODES, whose ground_truth it cannot compute."""
+
+        def render(self):
+            return None
+
+
+    class PixelsOnly(ForgotGroundTruth):
+        SRL_MODES = ("raw_pixels",)
+
+
+    class OwnGroundTruth(LineWorldEnv):
+        """getGroundTruth of its own: getRobotPos is then not needed."""
+
+        def getGroundTruth(self):
+            return super().getRobotPos()
+
+        getRobotPos = SRLGymEnv.getRobotPos
+''')
+
+
+def test_env_plugin_with_ground_truth_mode_but_no_ground_truth_methods_is_skipped(tmp_path):
+    """An env keeping SRLGymEnv's SRL_MODES (ground_truth included) without getGroundTruthDim, getRobotPos and
+    getTargetPos loaded, then `train --srl-model ground_truth` ended in a NotImplementedError traceback after creating
+    the run's folders: it is skipped with one warning naming the methods, and train refuses it in one line."""
+    site = _installPlugin(tmp_path / "site")
+    (tmp_path / "site" / "line_world" / "no_gt.py").write_text(NO_GROUND_TRUTH_ENVS)
+    with open(tmp_path / "site" / "line_world-0.1.dist-info" / "entry_points.txt", "a") as handle:
+        handle.write("Forgot-v0 = line_world.no_gt:ForgotGroundTruth\nPixelsOnly-v0 = line_world.no_gt:PixelsOnly\n"
+                     "OwnGroundTruth-v0 = line_world.no_gt:OwnGroundTruth\n")
+    script = "import environments\nprint(sorted(environments.failed_env_plugins), sorted(environments.registered_env))\n"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": site})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("['Forgot-v0'] [")
+    assert "'PixelsOnly-v0'" in result.stdout and "'OwnGroundTruth-v0'" in result.stdout
+    reason = ("ForgotGroundTruth has ground_truth in its SRL_MODES (ground_truth, raw_pixels) but does not implement "
+              "getGroundTruthDim, getRobotPos, getTargetPos: implement them, or leave ground_truth out of SRL_MODES")
+    assert result.stderr.strip().splitlines() == [
+        f"warning: EnvPluginLoadWarning: skipped environment plugin 'Forgot-v0' (line_world.no_gt:ForgotGroundTruth: "
+        f"{reason})"]
+    run = runModule("rl_baselines.train", "--algo", "ppo2", "--env", "Forgot-v0", "--srl-model", "ground_truth",
+                    "--log-dir", tmp_path / "logs", "--no-vis", env={"PYTHONPATH": site}, warm=False)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert f"error: unknown --env 'Forgot-v0' (skipped: line_world.no_gt:ForgotGroundTruth: {reason})" in run.stderr
+    assert not (tmp_path / "logs").exists()
+
+
 def test_env_plugin_whose_module_is_imported_first_still_registers(tmp_path):
     """A plugin's own tests import its module first: that module imports environments.srl_env, whose package loads
     the plugins while the module is half-way through its import. The env is registered all the same, loaded when

@@ -53,11 +53,20 @@ def test_a_registry_flag_without_its_value_names_the_registered_names() -> None:
     ("rl_baselines.hyperparam_search", ["--algo"], "algorithms with a search space: "),
     ("srl_models.prepare", ["--env", "MobileRobotGymEnv-v0", "--srl-model"], "models: "),
     ("environments.dataset_generator", ["--env"], "envs: "),
+    # --srl-model (and check_plugin's --env) named nothing: a plugin's SRL model could not be found this way
+    ("rl_baselines.train", ["--algo", "ppo2", "--srl-model"], "SRL models: "),
+    ("rl_baselines.pipeline", ["--srl-model"], "SRL models: "),
+    ("rl_baselines.hyperparam_search", ["--srl-model"], "SRL models: "),
+    ("rl_baselines.check_plugin", ["ppo2", "--srl-model"], "SRL models: "),
+    ("rl_baselines.check_plugin", ["ppo2", "--env"], "envs: "),
+    ("srl_models.train", ["--srl-model"], "models: "),
 ])
 def test_each_command_names_the_registered_names(module, argv, names) -> None:
     result = runModule(module, *argv)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.startswith(f"error: argument {argv[-1]}: expected ") and f"({names}" in result.stderr
+    if names.startswith("SRL models"):  # the env's observation modes and the SRL model kinds, plugins included
+        assert "ground_truth" in result.stderr and "raw_pixels" in result.stderr and "autoencoder" in result.stderr
     assert result.stderr.count("\n") == 1
 
 

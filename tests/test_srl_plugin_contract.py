@@ -220,6 +220,14 @@ def test_an_installed_plugin_breaking_the_contract_is_one_line_and_nothing_writt
     result = runModule("rl_baselines.check_plugin", "ppo2", "--srl-model", "broken_srl", env={"PYTHONPATH": str(site)})
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert "the SRL model plugin 'broken_srl' failed to load" in result.stderr.strip().splitlines()[-1]
+    # prepare said only that it was "not a learned model this command trains", not that the plugin failed to load
+    result = runModule("srl_models.prepare", "--env", ENV_ID, "--srl-model", "broken_srl", "--data-folder",
+                       tmp_path / "data", "--log-folder", tmp_path / "logs", env={"PYTHONPATH": str(site)})
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        "error: --srl-model: 'broken_srl' is not a learned model this command trains (skipped: no_such_module_xyz:Model: "
+        "ModuleNotFoundError"), result.stderr
+    assert not os.path.exists(tmp_path / "data") and not os.path.exists(tmp_path / "logs")
 
 
 BOTH_SIDES = textwrap.dedent('''

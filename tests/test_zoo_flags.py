@@ -2,8 +2,10 @@
 in one line that names the toolbox's equivalent, and a misspelt flag is never pointed to its negation."""
 from __future__ import annotations
 
+import json
+
 import pytest
-from conftest import runModule
+from conftest import runFolder, runModule
 
 from replay.enjoy_baselines import buildParser
 from rl_baselines.core.registry import algoChoicesText
@@ -83,3 +85,26 @@ def test_an_rl_zoo_algorithm_name_is_refused_with_the_name_here() -> None:
     assert algoChoicesText("ppo").startswith(" (rl_zoo3's ppo is ppo2 here); valid choices: ")
     assert algoChoicesText("dqn").startswith(" (rl_zoo3's dqn is deepq here (or qrdqn; SB3's own DQN is not offered))")
     assert algoChoicesText("nope").startswith("; valid choices: ")
+
+
+def test_a_run_of_a_plugin_named_like_an_rl_zoo_algorithm_gets_no_rl_zoo_hint(tmp_path) -> None:
+    """A run trained with a plugin's `dqn`, replayed or resumed once the plugin is uninstalled, was refused with
+    "(rl_zoo3's dqn is deepq here ...)": the run folder's name is no rl_zoo3 name the user typed."""
+    trained = runModule("rl_baselines.train", "--algo", "random_agent", "--env", "MobileRobotGymEnv-v0", "--srl-model",
+                        "ground_truth", "--num-timesteps", "50", "--log-dir", tmp_path / "logs", "--no-vis",
+                        "--no-progress")
+    assert trained.returncode == 0, trained.stderr
+    run_dir = runFolder(trained)
+    record = json.loads(open(f"{run_dir}/args.json").read())
+    with open(f"{run_dir}/args.json", "w") as handle:
+        json.dump({**record, "algo": "dqn"}, handle)
+    for command in (("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "10"),
+                    ("rl_baselines.train", "--resume", run_dir),
+                    ("environments.dataset_generator", "--policy", run_dir, "--save-path", tmp_path / "data",
+                     "--num-episode", "1")):
+        result = runModule(*command)
+        error = result.stderr.strip().splitlines()[-1]
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert "algorithm 'dqn', which is not installed; valid choices: a2c, " in error, error
+        assert "rl_zoo3" not in error, error
+    assert algoChoicesText("dqn", typed=False).startswith("; valid choices: ")

@@ -398,7 +398,7 @@ def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = No
     algo_name = train_args.algo
     if algo_name not in registered_rl:
         raise ValueError(f"the run in {run_dir!r} used algorithm {algo_name!r}, which is not installed"
-                         f"{algoChoicesText(algo_name)}")
+                         f"{algoChoicesText(algo_name, typed=False)}")
     if train_args.env not in registered_env:
         raise ValueError(f"the run in {run_dir!r} used env {train_args.env!r}, which is not installed"
                          f"{envChoicesText(train_args.env)}")

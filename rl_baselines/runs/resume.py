@@ -436,7 +436,7 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
     if not isinstance(saved, dict) or saved.get("algo") not in registered_rl:
         algo = saved.get("algo") if isinstance(saved, dict) else None
         raise UsageError(f"--resume: {run_dir}/args.json names algorithm {algo!r}, which is not installed"
-                         f"{algoChoicesText(str(algo))}")
+                         f"{algoChoicesText(str(algo), typed=False)}")
     algo_class = registered_rl[saved["algo"]][0]
     try:
         saved = upgradeArgsRecord(saved)

@@ -236,7 +236,7 @@ class RunPolicy:
         algo = self.args.algo
         if algo not in registered_rl:
             raise ValueError(f"the run in {self.run_dir!r} used algorithm {algo!r}, which is not installed"
-                             f"{algoChoicesText(algo)}")
+                             f"{algoChoicesText(algo, typed=False)}")
         algo_class = registered_rl[algo][0]
         model_path = os.path.join(self.run_dir, f"{algo}_model{algo_class.MODEL_EXTENSION}")
         if not os.path.isfile(model_path):

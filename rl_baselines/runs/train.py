@@ -45,6 +45,7 @@ from rl_baselines.runs.train_config import TrainConfig, TrainResult
 from rl_baselines.runs.train_loop import trainInRunFolder
 from rl_baselines.runs.worker import trainAsWorker
 from srl_models.config import describeSRLModel
+from srl_models.registry import registeredSRL
 from srl_toolbox.cli import (
     CommandFailed,
     HeldWarnings,
@@ -88,7 +89,8 @@ def parseCommand(argv: Sequence[str]) -> tuple[TrainConfig, Any, type]:
         run's own
     :raises UsageError: unknown algorithm, bad flags, a run that cannot be resumed
     """
-    pre_parser = baseParser(add_help=False, algo_names=list(registered_rl), env_ids=sorted(registered_env))
+    pre_parser = baseParser(add_help=False, algo_names=list(registered_rl), env_ids=sorted(registered_env),
+                            srl_models=list(registeredSRL()))
     pre_parser.set_defaults(algo=None, env=None)  # None: the flag was left out (the messages say "the default")
     pre_args, _ = pre_parser.parse_known_args(argv)
     if pre_args.resume is not None:

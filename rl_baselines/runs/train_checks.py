@@ -53,16 +53,18 @@ from srl_toolbox.devices import resolveDevice, resolveThreads
 from srl_toolbox.errors import UsageWarning
 
 
-def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: Sequence[str] = ()) -> CLIParser:
+def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: Sequence[str] = (),
+               srl_models: Sequence[str] = ()) -> CLIParser:
     """
     :param add_help: add -h/--help (off for the first pass that only finds --algo)
     :param algo_names: installed algorithms, listed in --help
     :param env_ids: installed envs, listed in --help
+    :param srl_models: observation modes and SRL model kinds, listed when --srl-model is given without a value
     :return: the parser of the flags every algorithm shares, generated from :class:`TrainConfig`'s fields
     """
     parser = CLIParser(prog="python -m rl_baselines.train", add_help=add_help,
                        description="Train an RL agent on a robot env; see --algo NAME --help for its own flags.")
-    return addFlags(parser, algo_names, env_ids)
+    return addFlags(parser, algo_names, env_ids, srl_models)
 
 
 def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:

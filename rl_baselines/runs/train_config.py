@@ -468,8 +468,8 @@ RL_ZOO_FLAGS = {
 }
 
 
-def addFlags(parser: argparse.ArgumentParser, algo_names: Sequence[str] = (), env_ids: Sequence[str] = ()
-             ) -> argparse.ArgumentParser:
+def addFlags(parser: argparse.ArgumentParser, algo_names: Sequence[str] = (), env_ids: Sequence[str] = (),
+             srl_models: Sequence[str] = ()) -> argparse.ArgumentParser:
     """
     Add every train flag, generated from the :class:`TrainConfig` fields, and the hints for rl_zoo3's flags
     (:data:`RL_ZOO_FLAGS`) to a :class:`CLIParser`.
@@ -477,11 +477,14 @@ def addFlags(parser: argparse.ArgumentParser, algo_names: Sequence[str] = (), en
     :param parser: the train command's parser
     :param algo_names: installed algorithms, listed in the help of --algo and when it is given without a value
     :param env_ids: installed envs, listed in the help of --env and when it is given without a value
+    :param srl_models: the observation modes and installed SRL model kinds, listed when --srl-model is given without
+        a value
     :return: the parser
     """
     if isinstance(parser, CLIParser):
         parser.addFlagHints(zooFlagHints(RL_ZOO_FLAGS))
-        parser.addValueChoices({"--algo": ("algorithms", algo_names), "--env": ("envs", env_ids)})
+        parser.addValueChoices({"--algo": ("algorithms", algo_names), "--env": ("envs", env_ids),
+                                "--srl-model": ("SRL models", srl_models)})
     return addSettingFlags(parser, TrainConfig, {"{algos}": ", ".join(algo_names) or "a registered name",
                                                  "{envs}": ", ".join(env_ids) or "a registered id",
                                                  "{renderer_defaults}": defaultRenderersText()})

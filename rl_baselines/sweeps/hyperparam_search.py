@@ -80,6 +80,7 @@ from rl_baselines.sweeps.sweep import (
     unknownTrainFlags,
 )
 from srl_models.config import describeSRLModel
+from srl_models.registry import registeredSRL
 from srl_toolbox.cli import (
     CLIParser,
     HeldWarnings,
@@ -135,7 +136,8 @@ def searchParser() -> CLIParser:
     parser.add_argument("--env", default=DEFAULT_ENV,
                         help=f"env id: {', '.join(sorted(registered_env))} [{DEFAULT_ENV}]")
     parser.addValueChoices({"--algo": ("algorithms with a search space", searchableAlgorithms()),
-                            "--env": ("envs", sorted(registered_env))})
+                            "--env": ("envs", sorted(registered_env)),
+                            "--srl-model": ("SRL models", list(registeredSRL()))})
     parser.add_argument("--srl-model", default=TrainConfig.srl_model,
                         help=f"observation / SRL model [{TrainConfig.srl_model}]")
     addSeedArgument(parser, help=f"seed of every trial's run [{TrainConfig.seed}]", default=TrainConfig.seed)

@@ -67,6 +67,7 @@ from rl_baselines.sweeps.sweep import (
     unique,
     unknownTrainFlags,
 )
+from srl_models.registry import registeredSRL
 from srl_toolbox.cli import (
     MAX_SEED,
     CLIParser,
@@ -113,7 +114,8 @@ def buildParser() -> CLIParser:
                         help=f"env ids: {', '.join(sorted(registered_env))} [{DEFAULT_ENV}]")
     parser.add_argument("--srl-model", nargs="+", default=[TrainConfig.srl_model],
                         help=f"observation modes / trained SRL models [{TrainConfig.srl_model}]")
-    parser.addValueChoices({"--algo": ("algorithms", registered_rl), "--env": ("envs", sorted(registered_env))})
+    parser.addValueChoices({"--algo": ("algorithms", registered_rl), "--env": ("envs", sorted(registered_env)),
+                            "--srl-model": ("SRL models", list(registeredSRL()))})
     parser.add_argument("--num-iteration", type=positiveInt, default=15,
                         help="runs per combination, with seeds SEED, SEED+1, ... [15]")
     addSeedArgument(parser, help=f"first seed [{TrainConfig.seed}]", default=TrainConfig.seed)
