@@ -293,3 +293,16 @@ def test_a_trial_left_running_by_a_killed_command_is_failed_when_a_trial_next_st
     with open(csv_path, newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert [(row["state"], row["error"]) for row in rows] == [("fail", search_study.STALE_TRIAL_ERROR), ("complete", "")]
+
+
+def test_a_storage_file_that_is_no_database_is_refused_in_the_commands_words(tmp_path) -> None:
+    """A --storage file that is not SQLite's said `--storage sqlite:///...: (sqlite3.DatabaseError) file is not a
+    database`: the URL is quoted as the other --storage refusals quote it, without SQLAlchemy's exception class."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a database\n")
+    log_dir = tmp_path / "logs"
+    with pytest.raises(UsageError) as refusal:
+        hyperparam_search.main(["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--log-dir",
+                                str(log_dir), "--storage", f"sqlite:///{notes}"])
+    assert str(refusal.value) == f"--storage 'sqlite:///{notes}': file is not a database"
+    assert notes.read_text() == "not a database\n" and not log_dir.exists()

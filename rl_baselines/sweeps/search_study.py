@@ -27,6 +27,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -546,11 +547,17 @@ def createStudy(config: SearchConfig) -> Any:
                                         load_if_exists=True)
             return _recordedSpace(_recordedSetting(study, config), config)
     except (ImportError, ValueError, OSError) as error:
-        raise UsageError(f"--storage {config.storage_url}: {str(error).splitlines()[0]}") from None
+        raise UsageError(f"--storage {config.storage_url!r}: {_storageError(error)}") from None
     except Exception as error:  # SQLAlchemy's OperationalError and friends: unreachable server, bad file
         if type(error).__module__.startswith("sqlalchemy"):
-            raise UsageError(f"--storage {config.storage_url}: {str(error).splitlines()[0]}") from None
+            raise UsageError(f"--storage {config.storage_url!r}: {_storageError(error)}") from None
         raise
+
+
+def _storageError(error: BaseException) -> str:
+    """:return: a storage error's first line, without the ``(module.Class)`` SQLAlchemy puts before the driver's
+        message (``(sqlite3.DatabaseError) file is not a database``: ``file is not a database``)"""
+    return re.sub(r"^\([\w.]+\) ", "", (str(error).splitlines() or [type(error).__name__])[0])
 
 
 def _recordedSetting(study: Any, config: SearchConfig) -> Any:
