@@ -292,7 +292,8 @@ def test_a_trial_left_running_by_a_killed_command_is_failed_when_a_trial_next_st
     search_outputs.writeTrialsCsv(str(csv_path), study)
     with open(csv_path, newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert [(row["state"], row["error"]) for row in rows] == [("fail", search_study.STALE_TRIAL_ERROR), ("complete", "")]
+    assert [(row["state"], row["error"]) for row in rows] == [("fail", search_study.STALE_TRIAL_ERROR),
+                                                              ("complete", "")]
 
 
 def test_a_storage_file_that_is_no_database_is_refused_in_the_commands_words(tmp_path) -> None:
