@@ -4,6 +4,7 @@ continued for another setting is refused, one made by an older version continues
 whose trials completed."""
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 import re
@@ -14,7 +15,7 @@ import warnings
 import pytest
 from conftest import snapshot
 
-from rl_baselines.sweeps import hyperparam_search, search_study, search_trials
+from rl_baselines.sweeps import hyperparam_search, search_outputs, search_study, search_trials
 from rl_baselines.sweeps.search_outputs import repeatCommand, writeBestParams
 from rl_baselines.sweeps.search_study import STUDY_RECORD, STUDY_SPACE, SearchConfig, createStudy, spaceRecord
 from rl_baselines.sweeps.search_trials import TrialProgress
@@ -266,3 +267,43 @@ def test_the_repeat_command_names_best_hyperparams_yaml_only(tmp_path, spelling)
     command = shlex.split(repeatCommand(study.best_trial, config, best))
     assert [word for word in command if word.startswith("--hyperparam-f")] == ["--hyperparam-file"]
     assert command[-2:] == ["--hyperparam-file", best] and "-c" in command
+
+
+def test_a_trial_left_running_by_a_killed_command_is_failed_when_a_trial_next_starts(tmp_path, monkeypatch) -> None:
+    """A search killed mid-trial (SIGKILL, a lost machine) left that trial running in its study for ever: trials.csv
+    said `running` and TPE's constant liar kept avoiding its point. Its heartbeat stops: the next trial fails it, and
+    trials.csv says why."""
+    monkeypatch.setattr(search_study, "HEARTBEAT_S", 1)
+    monkeypatch.setattr(search_study, "HEARTBEAT_GRACE_S", 1)
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    killed = optuna.create_study(study_name="s", storage=search_study.openStorage(url))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (Optuna: a heartbeat is meant for optimize, which the command uses)
+        orphan = killed.ask()
+    killed._storage.record_heartbeat(orphan._trial_id)  # (as its command's heartbeat thread did, before the kill)
+    threading.Event().wait(2.5)  # the grace period passes (SQLite's clock counts whole seconds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (opening the storage warns nothing: Optuna's heartbeat is experimental)
+        study = optuna.load_study(study_name="s", storage=search_study.openStorage(url))
+    study.optimize(lambda trial: 1.0, n_trials=1)
+    states = [trial.state.name for trial in study.get_trials()]
+    assert states == ["FAIL", "COMPLETE"]
+    csv_path = tmp_path / "trials.csv"
+    search_outputs.writeTrialsCsv(str(csv_path), study)
+    with open(csv_path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(row["state"], row["error"]) for row in rows] == [("fail", search_study.STALE_TRIAL_ERROR),
+                                                              ("complete", "")]
+
+
+def test_a_storage_file_that_is_no_database_is_refused_in_the_commands_words(tmp_path) -> None:
+    """A --storage file that is not SQLite's said `--storage sqlite:///...: (sqlite3.DatabaseError) file is not a
+    database`: the URL is quoted as the other --storage refusals quote it, without SQLAlchemy's exception class."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a database\n")
+    log_dir = tmp_path / "logs"
+    with pytest.raises(UsageError) as refusal:
+        hyperparam_search.main(["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--log-dir",
+                                str(log_dir), "--storage", f"sqlite:///{notes}"])
+    assert str(refusal.value) == f"--storage 'sqlite:///{notes}': file is not a database"
+    assert notes.read_text() == "not a database\n" and not log_dir.exists()

@@ -42,7 +42,7 @@ from typing import Any
 from environments import registered_env
 from rl_baselines.core.hyperparams import plainValues
 from rl_baselines.core.plugin_v1 import isV1
-from rl_baselines.core.registry import failedPluginsText, registered_rl
+from rl_baselines.core.registry import RL_ZOO_ALGOS, failedPluginsText, registered_rl
 from rl_baselines.runs import train_checks
 from rl_baselines.runs.args_format import ARGS_FORMAT_KEY
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
@@ -93,6 +93,7 @@ from srl_toolbox.cli import (
     positiveInt,
     runCommand,
     seedNumber,
+    zooFlagHints,
 )
 from srl_toolbox.devices import threadsShare
 from srl_toolbox.plugins import SkippedPluginWarning
@@ -110,6 +111,19 @@ TRIAL_TRAIN_FLAGS = {
     "tag": ("--tag", "each trial's is trial<N>"),
     "run_folder": ("--run-folder", f"each trial's is <log-dir>/{SEARCH_FOLDER}/<study>/trial_NNNN/"),
     "resume": ("--resume", "run the search again to add trials to its study"),
+}
+
+# rl_zoo3's --optimize flags that this command spells otherwise or does not take, and what to give instead (their
+# refusal says it, beside train's hints for rl_zoo3's train flags); --n-trials, --pruner, --n-startup-trials,
+# --n-evaluations, --storage and --study-name are taken under the same name
+RL_ZOO_SEARCH_FLAGS = {
+    ("-optimize", "--optimize-hyperparameters"): "not needed: this command is the search",
+    ("--sampler",): "--optimizer",
+    ("--n-jobs",): "--workers",
+    ("--max-total-trials",): "not offered: --n-trials adds that many trials to the study each time",
+    ("--optimization-log-path",): f"not needed: trials.csv and search.png are written beside the trial folders, "
+                                  f"in <log-dir>/{SEARCH_FOLDER}/<study>/",
+    ("--no-optim-plots",): "not needed: the search shows no plot (it writes search.png)",
 }
 
 
@@ -187,7 +201,8 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
 
     searchable = searchableAlgorithms()
     if args["algo"] not in registered_rl:  # (the valid choices: the algorithms this command accepts)
-        raise UsageError(f"unknown --algo {args['algo']!r}; valid choices: {', '.join(searchable)}"
+        zoo = f" (rl_zoo3's {args['algo']} is {RL_ZOO_ALGOS[args['algo']]})" if args["algo"] in RL_ZOO_ALGOS else ""
+        raise UsageError(f"unknown --algo {args['algo']!r}{zoo}; valid choices: {', '.join(searchable)}"
                          f"{failedPluginsText()}")
     algo_class = registered_rl[args["algo"]][0]
     space = algo_class.getOptParam()
@@ -478,7 +493,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with HeldWarnings(shown_at_once=(SkippedPluginWarning,)):
         parser = searchParser()
         args, train_argv = parser.parse_known_args(argv)
-        unknown = unknownTrainFlags([args.algo], train_argv, parser._option_string_actions, "hyperparam_search")
+        unknown = unknownTrainFlags([args.algo], train_argv, parser._option_string_actions, "hyperparam_search",
+                                    zooFlagHints(RL_ZOO_SEARCH_FLAGS))
         if unknown is not None:
             raise UsageError(unknown)
         importOptuna()

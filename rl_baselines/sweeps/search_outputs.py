@@ -20,7 +20,14 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from rl_baselines.core.hyperparams import plainValues
-from rl_baselines.sweeps.search_study import SCORED_EPISODES, SearchConfig, formatValue, importOptuna, trialValues
+from rl_baselines.sweeps.search_study import (
+    SCORED_EPISODES,
+    SearchConfig,
+    formatValue,
+    importOptuna,
+    trialError,
+    trialValues,
+)
 from srl_toolbox.files import atomicPath
 
 
@@ -112,7 +119,7 @@ def writeTrialsCsv(path: str, study: Any) -> None:
             duration = trial.duration.total_seconds() if trial.duration is not None else ""
             writer.writerow([trial.number, trial.state.name.lower(), "" if trial.value is None else trial.value,
                              "" if trial.last_step is None else trial.last_step, duration,
-                             trial.user_attrs.get("run_dir", ""), trial.user_attrs.get("error", ""),
+                             trial.user_attrs.get("run_dir", ""), trialError(trial),
                              trial.user_attrs.get("pruned_before_start", ""),
                              *(formatValue(values[n]) if n in values else "" for n in names)])
 

@@ -27,6 +27,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -44,6 +45,14 @@ PRUNERS = ("hyperband", "median", "none")
 INSTALL_HINT = "pip install 'srl-toolbox[search]' (or: pip install 'optuna>=3')"
 # SQLite answers "database is locked" when another process writes longer than this (Optuna issue #820).
 SQLITE_TIMEOUT_S = 60.0
+# A running trial records a heartbeat this often (seconds); one whose heartbeat is older than the grace period (its
+# command killed, its machine lost) is marked failed when a trial of the study next starts (Optuna's heartbeat), so
+# that it does not stay running in the study for ever (a pending point TPE's constant liar keeps avoiding). The grace
+# period outlasts two heartbeats delayed by SQLite's lock timeout.
+HEARTBEAT_S = 30
+HEARTBEAT_GRACE_S = 150
+# the error of a failed trial that recorded none of its own: failed that way
+STALE_TRIAL_ERROR = "no result recorded: the command running it stopped (killed, or its machine lost)"
 # A study remembers what it was created for, in the user attribute STUDY_RECORD: {key: value} of these keys; a
 # command for another setting must use another study.
 STUDY_RECORD = "setting"
@@ -407,6 +416,14 @@ def trialValues(trial: Any) -> dict[str, Any]:
     return {name: value for name, value in values.items() if name != SUBSAMPLE_STEPS}
 
 
+def trialError(trial: Any) -> str:
+    """:return: why a trial failed (its ``error`` attribute; :data:`STALE_TRIAL_ERROR` for a failed one without, as
+        a trial left running by a killed command is failed), '' for a trial that did not fail"""
+    if "error" in trial.user_attrs:
+        return str(trial.user_attrs["error"])
+    return STALE_TRIAL_ERROR if trial.state.name == "FAIL" else ""
+
+
 def formatValue(value: Any) -> str:
     """:return: ``value`` as ``--hyperparam`` writes it (repr keeps every digit of a float)"""
     return repr(value) if isinstance(value, float) else str(value)
@@ -427,18 +444,24 @@ def sqlitePath(url: str) -> str | None:
 def openStorage(url: str) -> Any:
     """
     Open an Optuna RDB storage; SQLite gets a long lock timeout, and its schema is created under a file lock so that
-    several processes opening a new database at once do not race (Optuna issues #820, #5385).
+    several processes opening a new database at once do not race (Optuna issues #820, #5385). Its running trials
+    record a heartbeat (:data:`HEARTBEAT_S`): one left running by a command that was killed is failed when a trial
+    next starts.
 
     :param url: SQLAlchemy URL
     :return: an ``optuna.storages.RDBStorage``
     """
     optuna = importOptuna()
+    heartbeat = {"heartbeat_interval": HEARTBEAT_S, "grace_period": HEARTBEAT_GRACE_S}
     path = sqlitePath(url)
-    if path is None:
-        return optuna.storages.RDBStorage(url)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with _fileLock(path):
-        return optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": SQLITE_TIMEOUT_S}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # (heartbeat_interval)
+        if path is None:
+            return optuna.storages.RDBStorage(url, **heartbeat)
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with _fileLock(path):
+            return optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": SQLITE_TIMEOUT_S}},
+                                              **heartbeat)
 
 
 def _fileLock(database: str | None) -> Any:
@@ -524,11 +547,17 @@ def createStudy(config: SearchConfig) -> Any:
                                         load_if_exists=True)
             return _recordedSpace(_recordedSetting(study, config), config)
     except (ImportError, ValueError, OSError) as error:
-        raise UsageError(f"--storage {config.storage_url}: {str(error).splitlines()[0]}") from None
+        raise UsageError(f"--storage {config.storage_url!r}: {_storageError(error)}") from None
     except Exception as error:  # SQLAlchemy's OperationalError and friends: unreachable server, bad file
         if type(error).__module__.startswith("sqlalchemy"):
-            raise UsageError(f"--storage {config.storage_url}: {str(error).splitlines()[0]}") from None
+            raise UsageError(f"--storage {config.storage_url!r}: {_storageError(error)}") from None
         raise
+
+
+def _storageError(error: BaseException) -> str:
+    """:return: a storage error's first line, without the ``(module.Class)`` SQLAlchemy puts before the driver's
+        message (``(sqlite3.DatabaseError) file is not a database``: ``file is not a database``)"""
+    return re.sub(r"^\([\w.]+\) ", "", (str(error).splitlines() or [type(error).__name__])[0])
 
 
 def _recordedSetting(study: Any, config: SearchConfig) -> Any:

@@ -128,16 +128,19 @@ def trainParser(algo: str) -> argparse.ArgumentParser:
 
 
 def unknownTrainFlags(algos: Sequence[str], train_args: Sequence[str], own_flags: Iterable[str] = (),
-                      command: str = "the sweep") -> str | None:
+                      command: str = "the sweep", hints: Mapping[str, str] | None = None) -> str | None:
     """
     :param algos: the sweep's algorithms (those not installed are skipped: they are refused by name)
     :param train_args: the flags the sweep passes to every run (those it does not read itself)
     :param own_flags: the sweep's own option strings, offered beside train's as the flag meant
     :param command: the sweep's name in the message
+    :param hints: another tool's spellings of the sweep's own settings -> their hint (``zooFlagHints``), beside
+        (and over) train's hints for rl_zoo3's train flags
     :return: one line for the arguments that train takes with none of ``algos`` (``unrecognized arguments: --algos
         ppo2 (neither the sweep's flags nor train's; did you mean --algo?)``, or, for another algorithm's own flag,
-        ``unrecognized arguments: --augment-loss rad (train takes it with --algo ppo2, not with sac)``), None when
-        it takes them all
+        ``unrecognized arguments: --augment-loss rad (train takes it with --algo ppo2, not with sac)``; an rl_zoo3
+        flag is named with its equivalent, as train names it: ``unrecognized arguments: -n 500 (rl_zoo3's
+        -n/--n-timesteps is --num-timesteps here)``), None when it takes them all
     """
     known = [algo for algo in unique(algos) if algo in installed_algorithms]
     if not known or not train_args:
@@ -152,10 +155,14 @@ def unknownTrainFlags(algos: Sequence[str], train_args: Sequence[str], own_flags
     if owners:  # an algorithm's own flag, given to a sweep of others
         return (f"{UNRECOGNIZED}{' '.join(unknown)} (train takes {'them' if len(flags) > 1 else 'it'} with --algo "
                 f"{', '.join(owners)}, not with {', '.join(known)})")
+    hinted = {**getattr(trainParser(known[0]), "flag_hints", {}), **(hints or {})}
     options = [*own_flags, *(option for algo in known for option in trainParser(algo)._option_string_actions)]
-    meant = flagsMeant(unknown, options)
-    hint = f"; did you mean {meant}?" if meant else ""
-    return f"{UNRECOGNIZED}{' '.join(unknown)} (neither {command}'s flags nor train's{hint})"
+    meant = flagsMeant([arg for arg in unknown if arg.split("=", 1)[0] not in hinted], options)
+    said = ([f"neither {command}'s flags nor train's"] if not flags or any(flag not in hinted for flag in flags)
+            else [])
+    said += list(dict.fromkeys(hinted[flag] for flag in flags if flag in hinted))
+    said += [f"did you mean {meant}?"] if meant else []
+    return f"{UNRECOGNIZED}{' '.join(unknown)} ({'; '.join(said)})"
 
 
 @functools.cache
