@@ -7,7 +7,7 @@ from conftest import runModule
 
 pytest.importorskip("optuna")
 
-from rl_baselines.sweeps import hyperparam_search  # noqa: E402
+from rl_baselines.sweeps import hyperparam_search, pipeline  # noqa: E402
 from rl_baselines.sweeps.sweep import unknownTrainFlags  # noqa: E402
 from srl_toolbox.cli import UsageError  # noqa: E402
 
@@ -53,3 +53,14 @@ def test_the_command_refuses_rl_zoo_flags_in_one_line(tmp_path) -> None:
     assert result.returncode == 2
     assert result.stderr == ("error: unrecognized arguments: --n-jobs 2 (rl_zoo3's --n-jobs is --workers here)\n")
     assert not (tmp_path / "logs").exists()
+
+
+def test_a_sweep_names_the_rl_zoo_algorithm_it_was_given(tmp_path) -> None:
+    log_dir = tmp_path / "logs"
+    with pytest.raises(UsageError) as refusal:
+        pipeline.main(["--algo", "ppo", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
+                       "--log-dir", str(log_dir)])
+    assert str(refusal.value).startswith(
+        "1 bad combination (algo x env x srl-model): ppo x MobileRobotGymEnv-v0 x ground_truth (unknown --algo 'ppo' "
+        "(rl_zoo3's ppo is ppo2 here); valid choices: a2c, ")
+    assert not log_dir.exists()

@@ -141,19 +141,29 @@ def failedPluginsText() -> str:
     return f"; plugins that failed to load: {', '.join(sorted(failed_plugins))}" if failed_plugins else ""
 
 
-def algoChoicesText(algo: str, default: bool = False, typed: bool = True) -> str:
+def unknownAlgoText(algo: str, default: bool = False, typed: bool = True) -> str:
     """
     :param algo: an algorithm name that is not registered
     :param default: it is the command's default, ``--algo`` left out (said when it is the one skipped)
     :param typed: the user typed the name (False: a run folder recorded it, so it is no rl_zoo3 name to translate:
         the run was trained here with an algorithm, a plugin's, that is no longer installed)
-    :return: the end of a message refusing it, after its name: why a plugin of that name was skipped (or, for an
-        rl_zoo3 name, the name here: :data:`RL_ZOO_ALGOS`), the valid names and the plugins that failed to load
-        (`` (skipped: R); valid choices: a, b; plugins that failed to load: c``)
+    :return: why it is not there, to follow its name in a refusal: why a plugin of that name was skipped, or for an
+        rl_zoo3 name the name here (:data:`RL_ZOO_ALGOS`), in brackets; "" otherwise
     """
-    why = f" ({'the default --algo; ' if default else ''}skipped: {failed_plugins[algo]})" if algo in failed_plugins \
-        else f" (rl_zoo3's {algo} is {RL_ZOO_ALGOS[algo]})" if typed and algo in RL_ZOO_ALGOS else ""
-    return f"{why}; valid choices: {', '.join(registered_rl)}{failedPluginsText()}"
+    if algo in failed_plugins:
+        return f" ({'the default --algo; ' if default else ''}skipped: {failed_plugins[algo]})"
+    return f" (rl_zoo3's {algo} is {RL_ZOO_ALGOS[algo]})" if typed and algo in RL_ZOO_ALGOS else ""
+
+
+def algoChoicesText(algo: str, default: bool = False, typed: bool = True) -> str:
+    """
+    :param algo: an algorithm name that is not registered
+    :param default: it is the command's default, ``--algo`` left out (said when it is the one skipped)
+    :param typed: the user typed the name (see :func:`unknownAlgoText`)
+    :return: the end of a message refusing it, after its name: :func:`unknownAlgoText`, the valid names and the
+        plugins that failed to load (`` (skipped: R); valid choices: a, b; plugins that failed to load: c``)
+    """
+    return f"{unknownAlgoText(algo, default, typed)}; valid choices: {', '.join(registered_rl)}{failedPluginsText()}"
 
 
 def supportingAlgorithms(action_type: ActionType) -> list[str]:

@@ -42,7 +42,7 @@ from typing import Any
 from environments import registered_env
 from rl_baselines.core.hyperparams import plainValues
 from rl_baselines.core.plugin_v1 import isV1
-from rl_baselines.core.registry import RL_ZOO_ALGOS, failedPluginsText, registered_rl
+from rl_baselines.core.registry import failedPluginsText, registered_rl, unknownAlgoText
 from rl_baselines.runs import train_checks
 from rl_baselines.runs.args_format import ARGS_FORMAT_KEY
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
@@ -201,9 +201,8 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
 
     searchable = searchableAlgorithms()
     if args["algo"] not in registered_rl:  # (the valid choices: the algorithms this command accepts)
-        zoo = f" (rl_zoo3's {args['algo']} is {RL_ZOO_ALGOS[args['algo']]})" if args["algo"] in RL_ZOO_ALGOS else ""
-        raise UsageError(f"unknown --algo {args['algo']!r}{zoo}; valid choices: {', '.join(searchable)}"
-                         f"{failedPluginsText()}")
+        raise UsageError(f"unknown --algo {args['algo']!r}{unknownAlgoText(args['algo'])}; valid choices: "
+                         f"{', '.join(searchable)}{failedPluginsText()}")
     algo_class = registered_rl[args["algo"]][0]
     space = algo_class.getOptParam()
     if not space:

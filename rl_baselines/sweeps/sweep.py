@@ -28,7 +28,7 @@ from typing import Any
 
 from environments import defaultRenderer, registered_env
 from environments.srl_env import REFERENCE_RENDERER
-from rl_baselines.core.registry import failedPluginsText
+from rl_baselines.core.registry import failedPluginsText, unknownAlgoText
 from rl_baselines.core.registry import registered_rl as installed_algorithms
 from rl_baselines.runs.hyperparam_sources import readHyperparamFile
 from rl_baselines.runs.train_checks import baseParser, validate
@@ -365,7 +365,8 @@ def _combinationProblem(algo: str, env: str, srl_model: str, train_args: Sequenc
     """:return: why train would refuse this combination (its one-line message), or None"""
 
     if algo not in registered_rl:
-        return f"unknown --algo {algo!r}; valid choices: {', '.join(registered_rl)}{failedPluginsText()}"
+        return (f"unknown --algo {algo!r}{unknownAlgoText(algo)}; valid choices: {', '.join(registered_rl)}"
+                f"{failedPluginsText()}")
     try:
         problem = trainFlagProblem(algo, train_args, GRID_TRAIN_FLAGS, "the sweep sets it for each run")
         if problem is not None:
