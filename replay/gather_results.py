@@ -55,6 +55,7 @@ from replay.results import (
     hasEvaluations,
     meanInterval,
     measuredRuns,
+    methodLabel,
     plural,
     warnMixedMethods,
 )
@@ -458,9 +459,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(text)
     groups = groupRuns(runs, args.group_by)
     unfinished = sum(not run.finished for run in runs)
-    methods = {(row["env"], row["algo"], row["srl_model"], *(str(row.get(name)) for name in args.group_by)): row["source"]
-               for row in rows}
-    evaluated = sorted(" ".join(method) for method, source in methods.items() if source == "evaluation")
+    # each method as aggregate_plots names it: env, algo, SRL model and the --group-by values as name=value
+    methods = {f"{row['env']} {methodLabel(tuple(row[name] for name in (*GROUP_KEYS, *args.group_by)), args.group_by)}":
+               row["source"] for row in rows}
+    evaluated = sorted(label for label, source in methods.items() if source == "evaluation")
     if args.training_rewards:
         print("Rewards from training episodes (--training-rewards)")
     elif not evaluated:

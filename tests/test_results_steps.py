@@ -431,3 +431,17 @@ def test_the_plot_line_of_a_figure_named_with_a_digest_names_its_env(tmp_path):
     for env in ("My/Env-v0", "My_Env-v0"):
         assert f"Plot: {tmp_path / 'e' / f't_My_Env-v0_{_nameDigest(env)}.png'} ({env})" in lines, lines
     assert f"Plot: {tmp_path / 'e' / 't_Other-v0.png'}" in lines, lines
+
+
+def test_the_closing_line_names_a_group_by_method_as_aggregate_plots_does(tmp_path):
+    """With --group-by, the line naming the methods measured on evaluations gave the group's bare values
+    ("MobileRobotGymEnv-v0 ppo2 ground_truth 2 2000"), which no reader could tell apart; it names each as
+    aggregate_plots does, ``name=value``."""
+    _fakeRun(tmp_path / "logs" / "a", [[1.0, 2.0]], evaluations={250: 1.0, 500: 2.0}, eval_freq=250)
+    _fakeRun(tmp_path / "logs" / "b", [[1.0, 2.0]], seed=1, eval_freq=0)
+    result = runModule("replay.gather_results", "-i", tmp_path / "logs", "--output-dir", tmp_path / "out",
+                       "--group-by", "eval_freq")
+    assert result.returncode == 0, result.stderr
+    assert (f"Rewards from evaluations (evaluations.npz) for: {ENV} ppo2 ground_truth eval_freq=250; the other "
+            "methods from training episodes\n") in result.stdout, result.stdout
+
