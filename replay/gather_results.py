@@ -334,7 +334,9 @@ def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, gro
         lines += [f"## {'Final' if budget == FINAL else f'At {budget:,} steps'}", ""]
         table = []
         for row in (r for r in rows if r["budget"] == budget):
-            if row["threshold"] is None:
+            if row["runs"] == 0:
+                steps = "n/a"  # (no run to have reached it: "measured on" says why)
+            elif row["threshold"] is None:
                 steps = "no threshold"
             elif row["median_steps_to_threshold"] is None:
                 steps = f"{_threshold(row['threshold'])} not reached ({row['reached']}/{row['runs']})"

@@ -445,3 +445,14 @@ def test_the_closing_line_names_a_group_by_method_as_aggregate_plots_does(tmp_pa
     assert (f"Rewards from evaluations (evaluations.npz) for: {ENV} ppo2 ground_truth eval_freq=250; the other "
             "methods from training episodes\n") in result.stdout, result.stdout
 
+
+def test_a_budget_row_of_no_run_says_no_steps_to_threshold(tmp_path):
+    """A budget no run of a method reached read "150 not reached (0/0)" under steps to threshold, as if runs had
+    tried; the row has no run to reach it: n/a, as its other cells."""
+    _fakeRun(tmp_path / "logs" / "a", [[1.0, 2.0]])
+    result = runModule("replay.gather_results", "-i", tmp_path / "logs", "--output-dir", tmp_path / "out",
+                       "--timestep-budget", "5000")
+    assert result.returncode == 0, result.stderr
+    row = next(line for line in open(tmp_path / "out" / "results.md") if "no run trained to 5,000 steps" in line)
+    assert re.sub(" {2,}", " ", row).endswith("| no run trained to 5,000 steps | n/a | n/a | n/a |\n"), row
+    assert "(0/0)" not in open(tmp_path / "out" / "results.md").read()
