@@ -334,6 +334,7 @@ def test_the_summary_tells_stopped_runs_from_failed_ones(tmp_path, monkeypatch, 
     records = {result.run_id: {"state": "failed"} for result in results}
     assert pipeline._summary(specs, records, results, True, "state.json") == 130
     out = capsys.readouterr().out
+    assert "Sweep: 0/4 runs finished (0 earlier), 1 failed, 3 stopped, 0 not run." in out  # the count as listed
     stopped, fresh = out.index("Stopped runs (the same command continues them"), out.index(
         "Stopped runs without a checkpoint yet (the same command starts them again)")
     failed = out.index("Failed runs")

@@ -468,15 +468,16 @@ def _summary(specs: list[RunSpec], records: dict[str, dict[str, Any]], failed: l
     states = collections.Counter(records.get(spec.run_id, {"state": "pending"})["state"] for spec in specs)
     elsewhere = sum(bool(record.get("elsewhere")) and record["state"] == "done" for record in records.values())
     finished = states["done"] + states["skipped"]
-    # as the bar counts them: the runs an interruption (this one, or another pipeline's) stopped apart from the failed
-    stopped_now = sum(bool(records.get(result.run_id, {}).get("stopped")) for result in failed)
+    # listed apart from the failed: the runs a stop signal ended (the sweep's interruption, or a train process killed
+    # or terminated on its own); counted apart: those and the runs in flight when a Ray cluster was lost
+    stopped = [result for result in failed if stoppedBySignal(result.returncode) is not None]
+    stopped_now = sum(result in stopped or bool(records.get(result.run_id, {}).get("stopped")) for result in failed)
     print(f"Sweep: {finished}/{len(specs)} runs finished ({states['skipped']} earlier"
           + (f", {elsewhere} by another pipeline" if elsewhere else "") + f"), {len(failed) - stopped_now} failed"
           + (f", {stopped_now} stopped" if stopped_now else "")
           + (f", {states['pending'] + states['running']} not run" if interrupted or lost else "")
           + f". State: {state_path}")
     by_id = {spec.run_id: spec for spec in specs}
-    stopped = [result for result in failed if stoppedBySignal(result.returncode)]
     resumable = [result for result in stopped if continuesFromCheckpoint(result.run_folder)]
     cut_off = [result for result in failed if lost and result.message == LOST_RUN_MESSAGE and result not in stopped]
     for title, results in (("Stopped runs (the same command continues them from their last checkpoint):", resumable),
