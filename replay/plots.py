@@ -40,7 +40,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from tqdm import tqdm
 
-from replay.results import distinctStems, loadRunEvaluations, plural, runProgress, warnNanRewards
+from replay.results import distinctStems, loadRunEvaluations, plural, runProgress, sweepFailure, warnNanRewards
 from rl_baselines.core.run_folder import RunFolder, insideRunRefusal
 from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, MonitorFileError, loadEpisodes, runEnvsOf
 from srl_toolbox.cli import (
@@ -322,13 +322,17 @@ def runSummary(run_dir: str, episodes: dict[str, np.ndarray], evaluations: dict[
     :return: e.g. "12 episodes, the last ending at step 3,000 of 3,072 trained, 6 evaluations" (the trained steps from
         the run's manifest, when it says); without an episode "no finished episode, 2 evaluations, the last at step
         200 of 200 trained"; a run still training (or stopped) ends in "; unfinished, its latest model saved at step
-        1,200" (or "no model saved yet"), its episodes counting past that step
+        1,200" (or "no model saved yet"), its episodes counting past that step; a sweep run that failed ends in
+        "; failed in its sweep (<why>)" instead
     """
     args = _runArgs(run_dir)
     finished, trained = runProgress(run_dir, args) if args is not None else (True, None)
     of_trained = f" of {trained:,} trained" if trained is not None and finished else ""
     unfinished = "" if finished else "; unfinished, " + (f"its latest model saved at step {trained:,}"
                                                          if trained is not None else "no model saved yet")
+    failure = None if finished else sweepFailure(run_dir)
+    if failure is not None:
+        unfinished = f"; failed in its sweep ({failure})"
     count = f", {plural(evaluations['timesteps'].size, 'evaluation')}" if evaluations is not None else ""
     if episodes["rewards"].size == 0:
         last = f", the last at step {int(evaluations['timesteps'][-1]):,}" if evaluations is not None else ""

@@ -136,6 +136,18 @@ def isStoppedSweepRun(folder: str) -> bool:
     return isinstance(marker, dict) and marker.get("stopped") is True
 
 
+def sweepFailure(folder: str) -> str | None:
+    """:return: why a sweep run failed (its failed.json's message, "failed" when it has none), None for a run without
+    the marker or one a sweep's Ctrl-C or SIGTERM stopped (:func:`isStoppedSweepRun`)"""
+    try:
+        marker = readJson(os.path.join(folder, FAILED_FILE))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(marker, dict) or marker.get("stopped") is True:
+        return None
+    return str(marker.get("message") or "failed")
+
+
 def _stepCount(value: Any) -> int | None:
     """:return: a recorded step count as an int, None when it is absent or not a finite number"""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):

@@ -367,3 +367,13 @@ def test_the_line_of_an_unfinished_run_says_so_rather_than_a_step_past_what_it_t
     assert main(["-i", run]) == 0
     out = capsys.readouterr().out
     assert "(3 episodes, the last ending at step 1,252; unfinished, no model saved yet)" in out, out
+    # a sweep run that failed says so (a run its sweep's Ctrl-C stopped reads as unfinished, which it is)
+    with open(os.path.join(run, "failed.json"), "w") as handle:
+        json.dump({"state": "failed", "message": "error: ValueError: boom", "stopped": False}, handle)
+    assert main(["-i", run]) == 0
+    out = capsys.readouterr().out
+    assert "(3 episodes, the last ending at step 1,252; failed in its sweep (error: ValueError: boom))" in out, out
+    with open(os.path.join(run, "failed.json"), "w") as handle:
+        json.dump({"state": "failed", "message": "stopped by SIGINT", "stopped": True}, handle)
+    assert main(["-i", run]) == 0
+    assert "; unfinished, no model saved yet)" in capsys.readouterr().out
