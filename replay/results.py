@@ -126,24 +126,27 @@ def runProgress(folder: str, args: dict[str, Any]) -> tuple[bool, int | None]:
     return bool(manifest.get("finished")), _stepCount(manifest.get("num_timesteps"))
 
 
-def isStoppedSweepRun(folder: str) -> bool:
-    """:return: whether a sweep's Ctrl-C or SIGTERM stopped the run (its failed.json says ``"stopped": true``): an
-    unfinished run that the same sweep command continues, read as one stopped by train's own Ctrl-C, not as failed"""
+def _failedMarker(folder: str) -> dict[str, Any] | None:
+    """:return: the run's failed.json (a sweep's marker of a run that did not finish), None without a readable one"""
     try:
         marker = readJson(os.path.join(folder, FAILED_FILE))
     except (OSError, ValueError):
-        return False
-    return isinstance(marker, dict) and marker.get("stopped") is True
+        return None
+    return marker if isinstance(marker, dict) else None
+
+
+def isStoppedSweepRun(folder: str) -> bool:
+    """:return: whether a sweep's Ctrl-C or SIGTERM stopped the run (its failed.json says ``"stopped": true``): an
+    unfinished run that the same sweep command continues, read as one stopped by train's own Ctrl-C, not as failed"""
+    marker = _failedMarker(folder)
+    return marker is not None and marker.get("stopped") is True
 
 
 def sweepFailure(folder: str) -> str | None:
     """:return: why a sweep run failed (its failed.json's message, "failed" when it has none), None for a run without
     the marker or one a sweep's Ctrl-C or SIGTERM stopped (:func:`isStoppedSweepRun`)"""
-    try:
-        marker = readJson(os.path.join(folder, FAILED_FILE))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(marker, dict) or marker.get("stopped") is True:
+    marker = _failedMarker(folder)
+    if marker is None or marker.get("stopped") is True:
         return None
     return str(marker.get("message") or "failed")
 
