@@ -80,6 +80,18 @@ def sigtermAsCtrlC() -> Iterator[Termination]:
         _NOT_INHERITED.discard(handler)
 
 
+def mayTakeSigterm() -> bool:
+    """
+    :return: whether code that stops on SIGTERM may install a handler of its own for it: in the main thread, with
+        SIGTERM at its default action or handled by this module (a command's :func:`sigtermAsCtrlC`). A handler that
+        the caller set (a script's, a notebook's) and an ignored SIGTERM are the caller's, and stay in place.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    handler = signal.getsignal(signal.SIGTERM)
+    return handler == signal.SIG_DFL or handler is raiseTerminated or handler in _NOT_INHERITED
+
+
 def _defaultSigtermInChild() -> None:
     """In a forked process: SIGTERM's default action in place of a handler of this module, which would raise in
     code that was never meant to stop on it (a pool's worker: a traceback, or a pool that never ends)."""

@@ -82,6 +82,7 @@ from srl_toolbox.cli import (
     writeAboveBar,
 )
 from srl_toolbox.devices import usableCores
+from srl_toolbox.signals import mayTakeSigterm
 
 PLOT_REFRESH_S = 2.0
 WAIT_S = 0.5
@@ -383,8 +384,10 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
             claims.release(spec.run_id)
             records.pop(spec.run_id, None)
 
-    previous_handler = signal.signal(signal.SIGTERM, _raiseInterrupted)
-    previous_sigint = signal.getsignal(signal.SIGINT)
+    # SIGTERM stops the sweep unless the caller handles or ignores it (runSweep: its handler is kept, as SIGINT's is)
+    previous_handler, previous_sigint = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    if mayTakeSigterm():
+        signal.signal(signal.SIGTERM, _raiseInterrupted)
     interrupted = False
     last_plot = time.monotonic()
     try:
