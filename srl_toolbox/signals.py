@@ -154,8 +154,12 @@ def ctrlCDeferred() -> Iterator[None]:
     A SIGINT during the ``with`` block is remembered instead of handled, and handled when the block ends by the
     handler that was in place (Python's default one raises ``KeyboardInterrupt`` there); so is a SIGTERM that a
     Python handler takes (:func:`sigtermAsCtrlC`'s). Processes forked in the block start with a SIGINT handler that
-    only remembers, until they install their own, and with SIGTERM's default action. In the main thread only.
+    only remembers, until they install their own, and with SIGTERM's default action. Outside the main thread, which
+    receives no signals, nothing is deferred.
     """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     caught: list[int] = []
 
     def remember(signum: int, _frame: Any) -> None:
