@@ -80,6 +80,18 @@ def sigtermAsCtrlC() -> Iterator[Termination]:
         _NOT_INHERITED.discard(handler)
 
 
+def mayTakeSigterm() -> bool:
+    """
+    :return: whether code that stops on SIGTERM may install a handler of its own for it: in the main thread, with
+        SIGTERM at its default action or handled by this module (a command's :func:`sigtermAsCtrlC`). A handler that
+        the caller set (a script's, a notebook's) and an ignored SIGTERM are the caller's, and stay in place.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    handler = signal.getsignal(signal.SIGTERM)
+    return handler == signal.SIG_DFL or handler is raiseTerminated or handler in _NOT_INHERITED
+
+
 def _defaultSigtermInChild() -> None:
     """In a forked process: SIGTERM's default action in place of a handler of this module, which would raise in
     code that was never meant to stop on it (a pool's worker: a traceback, or a pool that never ends)."""
@@ -142,8 +154,12 @@ def ctrlCDeferred() -> Iterator[None]:
     A SIGINT during the ``with`` block is remembered instead of handled, and handled when the block ends by the
     handler that was in place (Python's default one raises ``KeyboardInterrupt`` there); so is a SIGTERM that a
     Python handler takes (:func:`sigtermAsCtrlC`'s). Processes forked in the block start with a SIGINT handler that
-    only remembers, until they install their own, and with SIGTERM's default action. In the main thread only.
+    only remembers, until they install their own, and with SIGTERM's default action. Outside the main thread, which
+    receives no signals, nothing is deferred.
     """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     caught: list[int] = []
 
     def remember(signum: int, _frame: Any) -> None:

@@ -229,6 +229,30 @@ def test_an_interrupted_sweep_is_a_keyboard_interrupt_once_the_pipeline_stopped(
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back by the pipeline
 
 
+@pytest.mark.parametrize("caller", ["handler", "ignored"])
+def test_a_sweep_keeps_the_callers_own_sigterm_handling(tmp_path, monkeypatch, caller) -> None:
+    """A SIGTERM handler of the caller's was bypassed during runSweep (and an ignored SIGTERM stopped the sweep):
+    the pipeline put its own in place whatever the caller had. It is kept now, as a SIGINT handler of the caller's."""
+    called, survived = [], []
+    own = (lambda signum, frame: called.append(signum)) if caller == "handler" else signal.SIG_IGN
+
+    def waitSigterm(self, timeout):
+        os.kill(os.getpid(), signal.SIGTERM)  # handled (or ignored) here, as the caller wants
+        survived.append(signal.getsignal(signal.SIGTERM))
+        raise KeyboardInterrupt  # then a Ctrl-C ends the sweep
+
+    monkeypatch.setattr(executors.LocalExecutor, "submit", lambda self, spec: None)
+    monkeypatch.setattr(executors.LocalExecutor, "wait", waitSigterm)
+    previous = signal.signal(signal.SIGTERM, own)
+    try:
+        with pytest.raises(api.SweepInterrupted):
+            api.runSweep(**SWEEP, log_dir=tmp_path, workers=1)
+        assert survived == [own] and signal.getsignal(signal.SIGTERM) is own
+        assert called == ([signal.SIGTERM] if caller == "handler" else [])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def test_keywords_become_the_commands_words_through_its_parser() -> None:
     """The one conversion of srl_models.api.prepareSRLModels and runSweep: switches by what they store, a
     repeatable flag once per item, several values as words, None and False left out, others passed on or refused."""

@@ -33,6 +33,7 @@ import os
 import shlex
 import shutil
 import signal
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -606,8 +607,11 @@ def installStopHandlers(request_stop: Callable[[int], None], rearm: bool = True)
 
     :param request_stop: called with the signal number
     :param rearm: whether a first signal makes the next one of its kind stop at once
-    :return: a function that puts the previous handlers back
+    :return: a function that puts the previous handlers back; outside the main thread (a run trained in a thread of
+        a notebook or a script), where Python neither installs handlers nor delivers signals, nothing is installed
     """
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
 
     def handler(signum: int, _frame: Any) -> None:
         request_stop(signum)

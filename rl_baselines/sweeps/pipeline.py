@@ -28,6 +28,7 @@ import math
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -82,6 +83,7 @@ from srl_toolbox.cli import (
     writeAboveBar,
 )
 from srl_toolbox.devices import usableCores
+from srl_toolbox.signals import mayTakeSigterm
 
 PLOT_REFRESH_S = 2.0
 WAIT_S = 0.5
@@ -383,8 +385,12 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
             claims.release(spec.run_id)
             records.pop(spec.run_id, None)
 
-    previous_handler = signal.signal(signal.SIGTERM, _raiseInterrupted)
-    previous_sigint = signal.getsignal(signal.SIGINT)
+    # SIGTERM stops the sweep unless the caller handles or ignores it (runSweep: its handler is kept, as SIGINT's is);
+    # a sweep run in a thread (runSweep) gets no signals and installs no handler
+    previous_handler, previous_sigint = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    if mayTakeSigterm():
+        signal.signal(signal.SIGTERM, _raiseInterrupted)
     interrupted = False
     last_plot = time.monotonic()
     try:
@@ -436,16 +442,17 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
             forgetUnstarted()
     except (KeyboardInterrupt, _Interrupted):
         interrupted = True
-        for signum in (signal.SIGINT, signal.SIGTERM):  # a second stop must not cut the stopping of the runs short
-            signal.signal(signum, signal.SIG_IGN)
+        for signum in (signal.SIGINT, signal.SIGTERM) if in_main_thread else ():  # a second stop must not cut the
+            signal.signal(signum, signal.SIG_IGN)  # stopping of the runs short
         writeAboveBar(bar, "Interrupted: stopping the runs in flight (each saves its model)...")
         recordShutdown(interrupted=True)
         showStatus()  # the bar's last line: nothing running, the runs stopped
         forgetUnstarted()
     finally:
         claims.releaseAll()
-        signal.signal(signal.SIGTERM, previous_handler)
-        signal.signal(signal.SIGINT, previous_sigint)
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous_handler)
+            signal.signal(signal.SIGINT, previous_sigint)
         bar.close()
         save_state()
         if curves is not None:
