@@ -23,6 +23,7 @@ from stable_baselines3.common.utils import set_random_seed
 from rl_baselines.core.checkpointing import Checkpoint, runDescription
 from rl_baselines.core.plugin_v1 import trainAlgorithm
 from rl_baselines.core.run_folder import LEARNING_CURVE_FILE, RunFolder
+from rl_baselines.envs.factory import closeBrokenWorkers
 from rl_baselines.runs.callbacks import standardCallbacks
 from rl_baselines.runs.evaluation import Evaluator
 from rl_baselines.runs.monitor_files import runEnvs
@@ -138,6 +139,8 @@ def _closeCutEnv(algo: Any) -> None:
     if env is not None and callable(getattr(env, "close", None)):
         try:
             env.close()
+        except (BrokenPipeError, ConnectionResetError, EOFError):
+            closeBrokenWorkers(env)  # (the algorithm's own close, cut short by that Ctrl-C, had ended some workers)
         except Exception as error:  # (closing twice, or a plugin's env: the run's outcome stands)
             print(f"warning: the env was not closed ({type(error).__name__}: {error})", file=sys.stderr)
 
