@@ -138,6 +138,30 @@ def test_a_second_ctrl_c_stops_at_once_and_reports_the_steps_taken(tmp_path, mon
     assert runStatus(run_dir) == "resume"
 
 
+def test_a_second_ctrl_c_before_the_first_checkpoint_offers_the_saved_model(tmp_path, monkeypatch, capsys) -> None:
+    """Two Ctrl-Cs before the stop checkpoint and before any periodic one, in a run of an algorithm that resumes:
+    the last line says that --resume would start again from step 0 and how to continue the saved model, not that
+    the algorithm cannot be resumed (no saveTrainingState), which is false of ppo2."""
+    original = TrainingCallbacks.on_step
+
+    def twoCtrlCs(self) -> bool:
+        keep_going = original(self)
+        if self.num_timesteps >= 300:
+            _ctrlC()
+            _ctrlC()
+        return keep_going
+
+    monkeypatch.setattr(TrainingCallbacks, "on_step", twoCtrlCs)
+    assert train.main([*GT, "--algo", "ppo2", "--num-timesteps", "2000", "--checkpoint-freq", "1000", "--no-vis",
+                       "--no-progress", "--log-dir", str(tmp_path), *SECOND_CTRL_C_RUNS["ppo2"]]) == 130
+    out = capsys.readouterr().out
+    (run_dir,) = glob.glob(str(tmp_path / "*" / "*" / "*" / "*"))
+    assert listCheckpoints(run_dir) == [] and "cannot be resumed" not in out, out
+    assert f"\nNo checkpoint yet (--resume {run_dir} would start the run again from step 0); continue its model in a " \
+           f"new run folder with: python -m rl_baselines.train --algo ppo2 " in out, out
+    assert f"--load-rl-model-path {run_dir}/ppo2_model.zip\n" in out, out
+
+
 def test_a_second_ctrl_c_closes_the_env_workers(tmp_path, monkeypatch) -> None:
     """Two Ctrl-Cs in a run of 2 envs in subprocesses: the workers (which ignore SIGINT and SIGTERM) are closed, so
     the process can exit (multiprocessing's exit waited for them forever)."""

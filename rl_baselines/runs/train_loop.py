@@ -185,9 +185,13 @@ def _saveAndReport(config: TrainConfig, algo: Any, algo_class: type, callback: A
     if (stopped or interrupted) and callback.last_checkpoint is not None and algo_class.supportsResume():
         print(f"Checkpoint: {callback.last_checkpoint}; continue with: python -m rl_baselines.train --resume "
               f"{shlex.quote(run_dir)}")
-    elif (stopped or interrupted) and os.path.isfile(callback.modelPath(run_dir)):  # --resume would refuse
-        print(f"{config.algo} cannot be resumed (no saveTrainingState); continue its model with: "
-              f"{continueCommand(config, callback.modelPath(run_dir), callback.total_timesteps - num_timesteps)}")
+    elif (stopped or interrupted) and os.path.isfile(callback.modelPath(run_dir)):
+        command = continueCommand(config, callback.modelPath(run_dir), callback.total_timesteps - num_timesteps)
+        if algo_class.supportsResume():  # (a second Ctrl-C before the first checkpoint)
+            print(f"No checkpoint yet (--resume {shlex.quote(run_dir)} would start the run again from step 0); "
+                  f"continue its model in a new run folder with: {command}")
+        else:  # --resume would refuse
+            print(f"{config.algo} cannot be resumed (no saveTrainingState); continue its model with: {command}")
     print(f"Run folder: {run_dir}")
     code = 128 + int(callback.stop_signal) if stopped else 130 if interrupted else 0
     return TrainResult(code, run_dir, algo if built else None, num_timesteps, mean_reward, config)
