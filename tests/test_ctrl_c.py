@@ -15,6 +15,7 @@ import time
 
 import pytest
 from conftest import REPO, childProcesses, runModule, startModule
+from stable_baselines3.common.vec_env import SubprocVecEnv
 
 from rl_baselines import api
 from rl_baselines import train as train_command
@@ -137,6 +138,30 @@ def test_a_second_ctrl_c_stops_at_once_and_reports_the_steps_taken(tmp_path, mon
     assert runStatus(run_dir) == "resume"
 
 
+def test_a_second_ctrl_c_before_the_first_checkpoint_offers_the_saved_model(tmp_path, monkeypatch, capsys) -> None:
+    """Two Ctrl-Cs before the stop checkpoint and before any periodic one, in a run of an algorithm that resumes:
+    the last line says that --resume would start again from step 0 and how to continue the saved model, not that
+    the algorithm cannot be resumed (no saveTrainingState), which is false of ppo2."""
+    original = TrainingCallbacks.on_step
+
+    def twoCtrlCs(self) -> bool:
+        keep_going = original(self)
+        if self.num_timesteps >= 300:
+            _ctrlC()
+            _ctrlC()
+        return keep_going
+
+    monkeypatch.setattr(TrainingCallbacks, "on_step", twoCtrlCs)
+    assert train.main([*GT, "--algo", "ppo2", "--num-timesteps", "2000", "--checkpoint-freq", "1000", "--no-vis",
+                       "--no-progress", "--log-dir", str(tmp_path), *SECOND_CTRL_C_RUNS["ppo2"]]) == 130
+    out = capsys.readouterr().out
+    (run_dir,) = glob.glob(str(tmp_path / "*" / "*" / "*" / "*"))
+    assert listCheckpoints(run_dir) == [] and "cannot be resumed" not in out, out
+    assert f"\nNo checkpoint yet (--resume {run_dir} would start the run again from step 0); continue its model in a " \
+           f"new run folder with: python -m rl_baselines.train --algo ppo2 " in out, out
+    assert f"--load-rl-model-path {run_dir}/ppo2_model.zip\n" in out, out
+
+
 def test_a_second_ctrl_c_closes_the_env_workers(tmp_path, monkeypatch) -> None:
     """Two Ctrl-Cs in a run of 2 envs in subprocesses: the workers (which ignore SIGINT and SIGTERM) are closed, so
     the process can exit (multiprocessing's exit waited for them forever)."""
@@ -159,6 +184,44 @@ def test_a_second_ctrl_c_closes_the_env_workers(tmp_path, monkeypatch) -> None:
         for child in multiprocessing.active_children():  # (without the fix: or this test process would not exit)
             child.kill()
             child.join()
+
+
+def test_a_second_ctrl_c_while_the_stopped_run_closes_its_env_workers_is_no_warning(tmp_path, monkeypatch,
+                                                                                    capsys) -> None:
+    """A Ctrl-C, then a second one while the stopped run of 2 envs in subprocesses closes them, once they were told
+    to end (two quick Ctrl-Cs in a terminal): exit 130, the workers ended, and no `warning: the env was not closed
+    (BrokenPipeError...)` (the clean-up sent its close again to workers already gone)."""
+    original_step, original_close = TrainingCallbacks.on_step, SubprocVecEnv.close
+
+    def oneCtrlC(self) -> bool:
+        keep_going = original_step(self)
+        if self.num_timesteps >= 300 and self.stop_signal is None:
+            _ctrlC()
+        return keep_going
+
+    def closeCutByCtrlC(self) -> None:
+        if not self.closed and not getattr(self, "cut_once", False):
+            self.cut_once = True
+            for remote in self.remotes:  # as SB3's close: tell each worker to end, then wait for them
+                remote.send(("close", None))
+            for process in self.processes:
+                process.join()
+            _ctrlC()  # the second Ctrl-C, during that wait
+        original_close(self)
+
+    monkeypatch.setattr(TrainingCallbacks, "on_step", oneCtrlC)
+    monkeypatch.setattr(SubprocVecEnv, "close", closeCutByCtrlC)
+    try:
+        code = train.main([*GT, "--algo", "ppo2", "--num-cpu", "2", "--vec-env", "subproc", "--num-timesteps", "2000",
+                           "--no-vis", "--no-progress", "--log-dir", str(tmp_path), "--hyperparam", "n_steps:50",
+                           "batch_size:50", "n_epochs:1"])
+        assert multiprocessing.active_children() == []
+    finally:
+        for child in multiprocessing.active_children():
+            child.kill()
+            child.join()
+    err = capsys.readouterr().err
+    assert code == 130 and "not closed" not in err, err
 
 
 def test_a_second_ctrl_c_during_the_final_save_does_not_cut_it_short(tmp_path, monkeypatch, capsys) -> None:

@@ -370,16 +370,24 @@ def _reportedError(folder: str, count: int) -> Exception | None:
     return None
 
 
-def _closeBroken(venv: SubprocVecEnv) -> None:
-    """Close envs of which a worker died, built or not (its ``__init__`` failed): the live ones close, the dead
-    one's pipe is skipped."""
+def closeBrokenWorkers(venv: Any) -> None:
+    """Close the SubprocVecEnv below ``venv``'s wrappers (or ``venv`` itself) of which a worker died, built or not
+    (its ``__init__`` failed), or whose close was cut short (a second Ctrl-C): the workers still listening are told
+    to end, the ended ones' pipes skipped; one not ended 10 s later is killed (a built env's workers ignore SIGTERM)."""
+    while venv is not None and not isinstance(venv, SubprocVecEnv):
+        venv = getattr(venv, "venv", None)
+    if venv is None:
+        return
     for remote in getattr(venv, "remotes", ()):
         with contextlib.suppress(OSError):
             remote.send(("close", None))
     for process in getattr(venv, "processes", ()):
         process.join(timeout=10)
         if process.is_alive():
-            process.terminate()
+            process.kill()
+            process.join()
+    for remote in getattr(venv, "remotes", ()):
+        remote.close()
     venv.closed = True
 
 
@@ -402,7 +410,7 @@ def _subprocEnvs(thunks: list[Callable[[], gym.Env]]) -> SubprocVecEnv:
                 venv.__init__(reporting)  # type: ignore[misc]
                 venv.has_attr("render_mode")  # every worker answers once its env is built (or is found dead)
         except (EOFError, ConnectionError):  # a worker died: its pipe closed (reset, broken)
-            _closeBroken(venv)
+            closeBrokenWorkers(venv)
             failed = _reportedError(reports, len(thunks))
             if failed is None:
                 raise

@@ -23,6 +23,7 @@ from stable_baselines3.common.utils import set_random_seed
 from rl_baselines.core.checkpointing import Checkpoint, runDescription
 from rl_baselines.core.plugin_v1 import trainAlgorithm
 from rl_baselines.core.run_folder import LEARNING_CURVE_FILE, RunFolder
+from rl_baselines.envs.factory import closeBrokenWorkers
 from rl_baselines.runs.callbacks import standardCallbacks
 from rl_baselines.runs.evaluation import Evaluator
 from rl_baselines.runs.monitor_files import runEnvs
@@ -138,6 +139,8 @@ def _closeCutEnv(algo: Any) -> None:
     if env is not None and callable(getattr(env, "close", None)):
         try:
             env.close()
+        except (BrokenPipeError, ConnectionResetError, EOFError):
+            closeBrokenWorkers(env)  # (the algorithm's own close, cut short by that Ctrl-C, had ended some workers)
         except Exception as error:  # (closing twice, or a plugin's env: the run's outcome stands)
             print(f"warning: the env was not closed ({type(error).__name__}: {error})", file=sys.stderr)
 
@@ -182,9 +185,13 @@ def _saveAndReport(config: TrainConfig, algo: Any, algo_class: type, callback: A
     if (stopped or interrupted) and callback.last_checkpoint is not None and algo_class.supportsResume():
         print(f"Checkpoint: {callback.last_checkpoint}; continue with: python -m rl_baselines.train --resume "
               f"{shlex.quote(run_dir)}")
-    elif (stopped or interrupted) and os.path.isfile(callback.modelPath(run_dir)):  # --resume would refuse
-        print(f"{config.algo} cannot be resumed (no saveTrainingState); continue its model with: "
-              f"{continueCommand(config, callback.modelPath(run_dir), callback.total_timesteps - num_timesteps)}")
+    elif (stopped or interrupted) and os.path.isfile(callback.modelPath(run_dir)):
+        command = continueCommand(config, callback.modelPath(run_dir), callback.total_timesteps - num_timesteps)
+        if algo_class.supportsResume():  # (a second Ctrl-C before the first checkpoint)
+            print(f"No checkpoint yet (--resume {shlex.quote(run_dir)} would start the run again from step 0); "
+                  f"continue its model in a new run folder with: {command}")
+        else:  # --resume would refuse
+            print(f"{config.algo} cannot be resumed (no saveTrainingState); continue its model with: {command}")
     print(f"Run folder: {run_dir}")
     code = 128 + int(callback.stop_signal) if stopped else 130 if interrupted else 0
     return TrainResult(code, run_dir, algo if built else None, num_timesteps, mean_reward, config)
