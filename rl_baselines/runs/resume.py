@@ -358,6 +358,13 @@ _CONTINUE_SWITCHES = (("continuous_actions", "-c"), ("action_joints", "--action-
                       ("multi_view", "--multi-view"), ("force_down", "--force-down"),
                       ("srl_ground_truth_scale", "--srl-ground-truth-scale"))
 
+# How the run trained and what it wrote, given where the run set them (a value other than train's default): the
+# continued run augments, evaluates, checkpoints and names itself as the run did
+_CONTINUE_SETTINGS = (("augment", "--augment"), ("eval_freq", "--eval-freq"), ("eval_episodes", "--eval-episodes"),
+                      ("checkpoint_freq", "--checkpoint-freq"), ("buffer_save_freq", "--buffer-save-freq"),
+                      ("min_episodes_save", "--min-episodes-save"), ("episode_window", "--episode-window"),
+                      ("tag", "--tag"))
+
 
 def continueCommand(args: TrainConfig, model_path: str | None, remaining_timesteps: int) -> str:
     """
@@ -367,7 +374,9 @@ def continueCommand(args: TrainConfig, model_path: str | None, remaining_timeste
     :param args: the run's arguments
     :param model_path: the model to continue, None when the run saved none (the command then starts it again)
     :param remaining_timesteps: env steps the run had left
-    :return: a ``python -m rl_baselines.train ... --load-rl-model-path MODEL`` command line, shell-quoted
+    :return: a ``python -m rl_baselines.train ... --load-rl-model-path MODEL`` command line, shell-quoted, with the
+        run's env, observation and hyperparameter flags and its other settings where it set them
+        (:data:`_CONTINUE_SETTINGS`, ``--vec-env``)
     """
     words = ["python", "-m", "rl_baselines.train"]
     for name, flag in _CONTINUE_FLAGS:
@@ -375,6 +384,12 @@ def continueCommand(args: TrainConfig, model_path: str | None, remaining_timeste
         if value is not None:
             words += [flag, str(value)]
     words += [flag for name, flag in _CONTINUE_SWITCHES if getattr(args, name)]
+    for name, flag in _CONTINUE_SETTINGS:
+        value = getattr(args, name)
+        if value is not None and value != getattr(TrainConfig, name):
+            words += [flag, str(value)]
+    if args.num_cpu > 1 and args.vec_env != TrainConfig.vec_env:  # (one env: always in this process)
+        words += ["--vec-env", args.vec_env]
     if args.img_shape:
         words += ["--img-shape", *map(str, args.img_shape)]
     if args.srl_state_scale != DEFAULT_STATE_SCALE:
