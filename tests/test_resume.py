@@ -490,7 +490,7 @@ def test_damaged_or_foreign_files_are_refused(tmp_path, shortRun):
 
 @pytest.mark.slow
 def test_resume_refusals_and_finished_run(tmp_path, shortRun, capsys):
-    with pytest.raises(UsageError, match="only --no-vis, --no-progress, --port, --device, --torch-threads, "
+    with pytest.raises(UsageError, match="only --no-vis, --no-progress, --port, --device, --torch-threads, --vec-env, "
                                          "--srl-model-path may be given with it, not '--seed'"):
         train.main(["--resume", shortRun, "--seed", "3"])
     with pytest.raises(UsageError, match="not a run folder"):

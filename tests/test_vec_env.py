@@ -16,6 +16,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNorm
 from environments.srl_env import SRLGymEnv
 from rl_baselines.envs import factory
 from rl_baselines.envs.factory import VecEnvSettings, createEnvs, resolveVecEnv
+from rl_baselines.runs import train
 from rl_baselines.runs.args_format import withAddedSettings
 from rl_baselines.sweeps import pipeline
 from rl_baselines.sweeps.recorded import trainSettings
@@ -86,6 +87,9 @@ def test_the_same_seed_gives_the_same_run_either_way(tmp_path) -> None:
     # not a setting of the result: a sweep finds either run as the other's
     assert "vec_env" not in trainSettings(json.load(open(os.path.join(runs["dummy"], "args.json"))))
     assert withAddedSettings({"args_format": 8})["vec_env"] == "subproc"
+    # a resume steps its envs where the run did, or where --vec-env says now (the same floats either way)
+    assert train.parseCommand(["--resume", runs["subproc"]])[0].vec_env == "subproc"
+    assert train.parseCommand(["--resume", runs["subproc"], "--vec-env", "dummy"])[0].vec_env == "dummy"
 
 
 def test_a_sweep_of_in_process_envs_counts_one_core_per_run(monkeypatch) -> None:

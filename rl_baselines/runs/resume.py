@@ -1,8 +1,9 @@
 """``python -m rl_baselines.train --resume RUN``: continue a run from its last checkpoint, and stop one cleanly.
 
 The arguments come from ``RUN/args.json`` (only ``--no-vis``, ``--no-progress``, ``--port``, ``--device``,
-``--torch-threads`` and ``--srl-model-path`` may be given beside ``--resume``; without ``--device`` the run's recorded
-device is used when this machine has it, else this machine's). ``--srl-model-path`` gives the new folder of the trained
+``--torch-threads``, ``--vec-env`` and ``--srl-model-path`` may be given beside ``--resume``; without ``--device`` the
+run's recorded device is used when this machine has it, else this machine's; ``--vec-env`` changes where the envs
+step, not what they give). ``--srl-model-path`` gives the new folder of the trained
 SRL model the run observes, moved since: it must hold the files the run recorded (the hash of srl_model.json), and
 once every check passed args.json and srl_model.json record that folder.
 
@@ -61,7 +62,7 @@ from rl_baselines.core.run_folder import (
     recordedPhysicsKeywords,
     runsBelowHint,
 )
-from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, NORMALISATION_FILE
+from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, NORMALISATION_FILE, VEC_ENVS
 from rl_baselines.runs.evaluation import keepFirstEvaluations
 from rl_baselines.runs.run_logging import TENSORBOARD_RUN_KEY, VISDOM_ENV_KEY
 from rl_baselines.runs.run_policy import recordedSRLModelFolder
@@ -75,9 +76,10 @@ from srl_toolbox.locks import tryLock
 if TYPE_CHECKING:
     from filelock import BaseFileLock
 
-# Flags that may be given with --resume: how the run is shown, what this machine computes it with (the device and
-# torch's threads: left out, the run's own), and where the run's trained SRL model is now (left out: where it recorded).
-RESUME_FLAGS = ("--no-vis", "--no-progress", "--port", "--device", "--torch-threads", "--srl-model-path")
+# Flags that may be given with --resume: how the run is shown, what this machine computes it with (the device,
+# torch's threads and where the envs step, the same floats either way: left out, the run's own), and where the run's
+# trained SRL model is now (left out: where it recorded).
+RESUME_FLAGS = ("--no-vis", "--no-progress", "--port", "--device", "--torch-threads", "--vec-env", "--srl-model-path")
 # Held (srl_toolbox.locks) by the train process of a run while it trains: a second process on the same run is refused.
 LOCK_FILE = ".train.lock"
 # Key of args.json holding the hyperparameters the run resolved at its start (from --hyperparam-file and
@@ -135,6 +137,7 @@ def _resumeParser() -> CLIParser:
     parser.add_argument("--port", type=portNumber, default=None)
     parser.add_argument("--device", type=parseDevice, default=None)
     parser.add_argument("--torch-threads", type=parseThreads, default=None)
+    parser.add_argument("--vec-env", choices=VEC_ENVS, default=None)
     parser.add_argument("--srl-model-path", type=nonEmptyText, default=None, metavar="FOLDER")
     return parser
 
@@ -467,7 +470,7 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
     if RESOLVED_HYPERPARAMS_KEY in saved:
         values["hyperparam"] = [f"{key}:{value}" for key, value in saved[RESOLVED_HYPERPARAMS_KEY].items()]
         values["hyperparam_file"] = None
-    for name in ("no_vis", "no_progress", "port", "torch_threads"):
+    for name in ("no_vis", "no_progress", "port", "torch_threads", "vec_env"):
         if getattr(given, name) is not None:
             values[name] = getattr(given, name)
     values["resume"], values["run_folder"] = None, None
