@@ -106,6 +106,21 @@ def _ctrlC() -> None:
     signal.getsignal(signal.SIGINT)(signal.SIGINT, None)
 
 
+def _twoCtrlCsAt(monkeypatch, steps: int) -> None:
+    """Two Ctrl-Cs at the first training step at or past ``steps``: the first asks for a checkpoint at the next step,
+    the second, before it, stops at once."""
+    original = TrainingCallbacks.on_step
+
+    def twoCtrlCs(self) -> bool:
+        keep_going = original(self)
+        if self.num_timesteps >= steps:
+            _ctrlC()
+            _ctrlC()
+        return keep_going
+
+    monkeypatch.setattr(TrainingCallbacks, "on_step", twoCtrlCs)
+
+
 SECOND_CTRL_C_RUNS = {"ppo2": ["--hyperparam", "n_steps:100", "batch_size:50", "n_epochs:1"], "acktr": [],
                       "cma-es": ["--hyperparam", "num_population:2"]}
 
@@ -115,16 +130,7 @@ def test_a_second_ctrl_c_stops_at_once_and_reports_the_steps_taken(tmp_path, mon
     """Two Ctrl-Cs before the step that would write the stop checkpoint: exit 130 at once, no new checkpoint, the
     run resumable from its last one, and the summary and the saved model's manifest count the steps taken (the SB3
     algorithms reported 0: a KeyboardInterrupt skipped their copy of the learner's count)."""
-    original = TrainingCallbacks.on_step
-
-    def twoCtrlCs(self) -> bool:
-        keep_going = original(self)
-        if self.num_timesteps >= 700:
-            _ctrlC()  # the first asks for a checkpoint at the next step
-            _ctrlC()  # the second, before it, stops at once
-        return keep_going
-
-    monkeypatch.setattr(TrainingCallbacks, "on_step", twoCtrlCs)
+    _twoCtrlCsAt(monkeypatch, 700)
     before = signal.getsignal(signal.SIGINT)
     assert train.main([*GT, "--algo", algo, "--num-timesteps", "2000", "--checkpoint-freq", "500", "--no-vis",
                        "--no-progress", "--log-dir", str(tmp_path), *SECOND_CTRL_C_RUNS[algo]]) == 130
@@ -142,16 +148,7 @@ def test_a_second_ctrl_c_before_the_first_checkpoint_offers_the_saved_model(tmp_
     """Two Ctrl-Cs before the stop checkpoint and before any periodic one, in a run of an algorithm that resumes:
     the last line says that --resume would start again from step 0 and how to continue the saved model, not that
     the algorithm cannot be resumed (no saveTrainingState), which is false of ppo2."""
-    original = TrainingCallbacks.on_step
-
-    def twoCtrlCs(self) -> bool:
-        keep_going = original(self)
-        if self.num_timesteps >= 300:
-            _ctrlC()
-            _ctrlC()
-        return keep_going
-
-    monkeypatch.setattr(TrainingCallbacks, "on_step", twoCtrlCs)
+    _twoCtrlCsAt(monkeypatch, 300)
     assert train.main([*GT, "--algo", "ppo2", "--num-timesteps", "2000", "--checkpoint-freq", "1000", "--no-vis",
                        "--no-progress", "--log-dir", str(tmp_path), *SECOND_CTRL_C_RUNS["ppo2"]]) == 130
     out = capsys.readouterr().out
@@ -165,16 +162,7 @@ def test_a_second_ctrl_c_before_the_first_checkpoint_offers_the_saved_model(tmp_
 def test_a_second_ctrl_c_closes_the_env_workers(tmp_path, monkeypatch) -> None:
     """Two Ctrl-Cs in a run of 2 envs in subprocesses: the workers (which ignore SIGINT and SIGTERM) are closed, so
     the process can exit (multiprocessing's exit waited for them forever)."""
-    original = TrainingCallbacks.on_step
-
-    def twoCtrlCs(self) -> bool:
-        keep_going = original(self)
-        if self.num_timesteps >= 300:
-            _ctrlC()
-            _ctrlC()
-        return keep_going
-
-    monkeypatch.setattr(TrainingCallbacks, "on_step", twoCtrlCs)
+    _twoCtrlCsAt(monkeypatch, 300)
     try:
         assert train.main([*GT, "--algo", "ppo2", "--num-cpu", "2", "--num-timesteps", "2000", "--no-vis",
                            "--no-progress", "--log-dir", str(tmp_path), "--hyperparam", "n_steps:50",

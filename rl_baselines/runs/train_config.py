@@ -154,8 +154,8 @@ class TrainConfig:
     # None once the run is loaded: the config is then the run's own
     resume: str | None = setting(None, "continue the run folder RUN from its last checkpoint, with the arguments of "
                                  "its args.json (only --no-vis, --no-progress, --port, --device, --torch-threads, "
-                                 "--vec-env and --srl-model-path, the new folder of its trained SRL model, may be given "
-                                 "with it)",
+                                 "--vec-env and --srl-model-path, the new folder of its trained SRL model, may be "
+                                 "given with it)",
                                  metavar="RUN")
     img_shape: tuple[int, ...] | None = setting(None, f"camera observation shape, 3 H W with H, W in {IMAGE_SIDES} "
                                                 f"(>= {MIN_CNN_SIDE} with raw_pixels for a CNN policy) [3 64 64, or "
