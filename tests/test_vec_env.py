@@ -7,6 +7,7 @@ import csv
 import glob
 import json
 import os
+import warnings
 from argparse import Namespace
 
 import pytest
@@ -14,13 +15,15 @@ from conftest import trainHere
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 
 from environments.srl_env import SRLGymEnv
+from rl_baselines.core.registry import registered_rl
 from rl_baselines.envs import factory
 from rl_baselines.envs.factory import VecEnvSettings, createEnvs, resolveVecEnv
-from rl_baselines.runs import train
+from rl_baselines.runs import train, train_checks
 from rl_baselines.runs.args_format import withAddedSettings
 from rl_baselines.sweeps import pipeline
 from rl_baselines.sweeps.recorded import trainSettings
 from rl_baselines.sweeps.sweep import RunSpec
+from srl_toolbox.errors import UsageWarning
 
 MOBILE = "MobileRobotGymEnv-v0"
 KUKA = "KukaButtonGymEnv-v0"
@@ -109,3 +112,13 @@ def test_a_sweep_of_in_process_envs_counts_one_core_per_run(monkeypatch) -> None
     executor = pipeline._makeExecutor(Namespace(executor="local", workers=None, force=False),
                                       pipeline.runCores([spec(MOBILE)], shared(2)))
     assert executor.workers == 4
+
+
+def test_subproc_with_one_env_is_one_warning(tmp_path) -> None:
+    base = ["--algo", "ppo2", "--env", KUKA, "--srl-model", "ground_truth", "--log-dir", str(tmp_path), "--no-vis"]
+    with pytest.warns(UsageWarning, match=r"^--vec-env subproc does nothing with one env \(--num-cpu 1\)"):
+        config = train_checks.validate(train.parseCommand([*base, "--vec-env", "subproc"])[0], registered_rl)
+    assert config.vec_env == "dummy"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UsageWarning)  # two envs: it is what runs
+        train_checks.validate(train.parseCommand([*base, "--vec-env", "subproc", "--num-cpu", "2"])[0], registered_rl)

@@ -362,7 +362,11 @@ def _resolveRunOptions(args: TrainConfig, algo_class: type) -> TrainConfig:
     :param algo_class: the run's algorithm (where ``auto`` puts it: :func:`runDeviceFor`, :func:`runThreadsFor`)
     :return: the settings with the resolved device, threads and vec env
     :raises UsageError: CUDA asked where there is none, tensorboard not installed, DIR not a writable folder
+    :warns: ``--vec-env subproc`` with one env, which always steps in the training process
     """
+    if args.vec_env == "subproc" and args.num_cpu == 1:
+        warnings.warn("--vec-env subproc does nothing with one env (--num-cpu 1): it steps in the training process",
+                      UsageWarning)
     try:
         args = args.replace(device=runDeviceFor(algo_class, args.device, args.srl_model),
                             torch_threads=runThreadsFor(algo_class, args.torch_threads, args.srl_model),
