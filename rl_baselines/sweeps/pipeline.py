@@ -248,6 +248,8 @@ def _runPipeline(argv: list[str]) -> tuple[int, str]:
     _warnChangedSettings([(spec, records[spec.run_id]["run_folder"]) for spec in specs if spec.run_id in records])
     to_run = [spec for spec in specs if spec.run_id not in records]
     resumed = 0 if args.force else sum(resumableAttempt(spec) is not None for spec in to_run)
+    # asked before Ray's start, which installs a SIGTERM handler of its own (that ends the process at once)
+    take_sigterm = mayTakeSigterm()
     executor = _makeExecutor(args, runCores(to_run, shared)) if to_run else None
 
     state_path = os.path.join(os.path.abspath(args.log_dir), f"sweep_{sweep_id}.json")
@@ -279,7 +281,8 @@ def _runPipeline(argv: list[str]) -> tuple[int, str]:
             curves.close()
         return 0, state_path
     failed, interrupted = _runAll(executor, claims, to_run, specs, records, curves, args.no_progress,
-                                  lambda: writeSweepState(state_path, command, specs, records, claims.pipeline))
+                                  lambda: writeSweepState(state_path, command, specs, records, claims.pipeline),
+                                  take_sigterm)
     return _summary(specs, records, failed, interrupted, state_path, lost=executor.lost), state_path
 
 
@@ -295,14 +298,16 @@ def _warnChangedSettings(finished: Sequence[tuple[RunSpec, str]]) -> None:
 
 
 def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list[RunSpec],
-            records: dict[str, dict[str, Any]], curves: Any, no_progress: bool, save_state: Any
-            ) -> tuple[list[RunResult], bool]:
+            records: dict[str, dict[str, Any]], curves: Any, no_progress: bool, save_state: Any,
+            take_sigterm: bool = True) -> tuple[list[RunResult], bool]:
     """
     Feed the executor with the runs this pipeline claims, wait for those another pipeline holds, follow the runs with
     one progress bar, record every result. The bar counts the runs of ``to_run`` that ended (done + failed of its
     status; not those a Ctrl-C stopped), its status set before the count moves so that the two always agree. Once the
     executor's cluster is lost (``executor.lost``) nothing more is started: the runs in flight are recorded stopped.
 
+    :param take_sigterm: SIGTERM stops the sweep (:func:`srl_toolbox.signals.mayTakeSigterm`, asked before the
+        executor started)
     :return: (failed results, whether the sweep was interrupted)
     """
 
@@ -389,7 +394,7 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
     # a sweep run in a thread (runSweep) gets no signals and installs no handler
     previous_handler, previous_sigint = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     in_main_thread = threading.current_thread() is threading.main_thread()
-    if mayTakeSigterm():
+    if take_sigterm and in_main_thread:
         signal.signal(signal.SIGTERM, _raiseInterrupted)
     interrupted = False
     last_plot = time.monotonic()
@@ -475,9 +480,11 @@ def _summary(specs: list[RunSpec], records: dict[str, dict[str, Any]], failed: l
     states = collections.Counter(records.get(spec.run_id, {"state": "pending"})["state"] for spec in specs)
     elsewhere = sum(bool(record.get("elsewhere")) and record["state"] == "done" for record in records.values())
     finished = states["done"] + states["skipped"]
-    # listed apart from the failed: the runs a stop signal ended (the sweep's interruption, or a train process killed
-    # or terminated on its own); counted apart: those and the runs in flight when a Ray cluster was lost
-    stopped = [result for result in failed if stoppedBySignal(result.returncode) is not None]
+    # listed apart from the failed: the runs a Ctrl-C or SIGTERM stopped (the sweep's interruption, or one sent to a
+    # train process alone: it saved a checkpoint; a run killed by SIGKILL on its own failed, as its line said);
+    # counted apart: those and the runs in flight when a Ray cluster was lost
+    stopped = [result for result in failed if stoppedBySignal(result.returncode) in (signal.SIGINT, signal.SIGTERM)
+               or (records.get(result.run_id, {}).get("stopped") and result.message != LOST_RUN_MESSAGE)]
     stopped_now = sum(result in stopped or bool(records.get(result.run_id, {}).get("stopped")) for result in failed)
     print(f"Sweep: {finished}/{len(specs)} runs finished ({states['skipped']} earlier"
           + (f", {elsewhere} by another pipeline" if elsewhere else "") + f"), {len(failed) - stopped_now} failed"
