@@ -10,6 +10,7 @@ import shutil
 import pytest
 from conftest import runFolder, runTrain
 
+from replay.enjoy_baselines import insideRunFlag
 from rl_baselines.core import manifests, run_folder
 from rl_baselines.core.manifests import MANIFEST_FILE
 from rl_baselines.core.run_folder import RunFolder, newStamp
@@ -104,6 +105,31 @@ def test_a_folder_inside_a_run_is_refused_naming_the_run(tmp_path) -> None:
                                              rf"{re.escape(str(run))}, not a run folder: give --policy "
                                              rf"{re.escape(str(run))}{re.escape(note)}$"):
             RunPolicy(folder)
+
+
+def test_a_file_of_a_run_is_refused_naming_the_run(tmp_path) -> None:
+    """--resume RUN/args.json (enjoy's --log-dir too) said only "is not a folder"; it names the run, as for a folder
+    inside it."""
+    run = tmp_path / "MobileRobotGymEnv-v0" / "ground_truth" / "ppo2" / "26-12-01_10h00_00_seed0"
+    run.mkdir(parents=True)
+    (run / "args.json").write_text("{}")
+    given = str(run / "args.json")
+    named = re.escape(str(run))
+    with pytest.raises(UsageError, match=rf"^--resume '{re.escape(given)}' is args.json inside the run {named}, "
+                                         rf"not a run folder: give --resume {named}$"):
+        train.main(["--resume", given])
+    with pytest.raises(ValueError, match=rf"^--log-dir '{re.escape(given)}' is args.json inside the run {named}, "
+                                         rf"not a run folder: give --log-dir {named}$"):
+        readRunConfig(given, "--log-dir")
+    model = run / "checkpoints" / "512_steps" / "ppo2_model.zip"  # enjoy's hint from the folder holding the file
+    model.parent.mkdir(parents=True)
+    model.write_text("")
+    with pytest.raises(ValueError, match=rf"is checkpoints/512_steps/ppo2_model.zip inside the run {named}, not a run "
+                                         rf"folder: give --log-dir {named} --load-checkpoint 512$"):
+        readRunConfig(str(model), "--log-dir", insideRunFlag)
+    (tmp_path / "notes.txt").write_text("")  # a file in no run: as before
+    with pytest.raises(UsageError, match="is not a folder$"):
+        train.main(["--resume", str(tmp_path / "notes.txt")])
 
 
 def test_no_module_spells_the_file_names_itself() -> None:

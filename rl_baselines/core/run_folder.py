@@ -183,16 +183,17 @@ def enclosingRun(folder: str, levels: int = 3) -> tuple[str, str] | None:
 def insideRunRefusal(flag: str, folder: str) -> tuple[str, str, str] | None:
     """
     :param flag: the option that named the folder, for the line
-    :param folder: a folder given for a run (or for runs below it) that holds no run
+    :param folder: a folder given for a run (or for runs below it) that holds no run, or a file of a run
     :return: (the start of the refusal's line, ``FLAG 'FOLDER' is checkpoints/512_steps/ inside the run RUN, not a run
-        folder``, to which the caller adds the command that names the run; the run; ``folder``'s path below it), None
-        when no run holds it (:func:`enclosingRun`)
+        folder`` (a file: ``is args.json inside the run``), to which the caller adds the command that names the run;
+        the run; ``folder``'s path below it), None when no run holds it (:func:`enclosingRun`)
     """
     inside = enclosingRun(folder)
     if inside is None:
         return None
     run, below = inside
-    return f"{flag} {folder!r} is {below}/ inside the run {run}, not a run folder", run, below
+    shown = below if os.path.isfile(folder) else f"{below}/"
+    return f"{flag} {folder!r} is {shown} inside the run {run}, not a run folder", run, below
 
 
 def runsBelowHint(folder: str) -> str:

@@ -58,6 +58,7 @@ from rl_baselines.core.run_folder import (
     DAMAGED_CHECKPOINTS_DIR,
     MONITOR_SUFFIX,
     RunFolder,
+    enclosingRun,
     insideRunRefusal,
     recordedPhysicsKeywords,
     runsBelowHint,
@@ -444,8 +445,9 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
         raise UsageError(f"--resume takes the run's arguments from its args.json; only {', '.join(RESUME_FLAGS)} may "
                          f"be given with it, not {unknown[0]!r}")
     run_dir = given.resume.rstrip("/") or given.resume
-    if not os.path.isdir(run_dir):
-        raise UsageError(f"--resume {run_dir!r} is not a folder")
+    if not os.path.isdir(run_dir):  # a file of a run (its args.json) names that run
+        raise UsageError(notARunRefusal(run_dir) if os.path.isfile(run_dir) and enclosingRun(run_dir) is not None
+                         else f"--resume {run_dir!r} is not a folder")
     try:
         saved = readJson(RunFolder(run_dir).args_file)
     except FileNotFoundError:

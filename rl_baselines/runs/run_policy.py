@@ -70,7 +70,12 @@ def readRunConfig(run_dir: str, flag: str, inside_hint: Callable[[str], str] | N
     :raises ValueError: the folder holds no run, or its args.json is unreadable (one line)
     """
     if not os.path.isdir(run_dir):
-        raise ValueError(f"{flag} {run_dir!r} is not a folder")
+        inside = insideRunRefusal(flag, run_dir) if os.path.isfile(run_dir) else None  # a file of a run: that run
+        if inside is None:
+            raise ValueError(f"{flag} {run_dir!r} is not a folder")
+        refusal, run, below = inside  # (the hint for the folder that holds the file: a checkpoint's model's step)
+        raise ValueError(f"{refusal}: give {flag}{'=' if flag.isidentifier() else ' '}{run}"
+                         + (inside_hint(os.path.dirname(below)) if inside_hint else ""))
     if not os.path.isfile(RunFolder(run_dir).args_file):
         inside = insideRunRefusal(flag, run_dir)
         if inside is not None:  # a checkpoint's folder, best/, monitor/
