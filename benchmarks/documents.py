@@ -225,6 +225,17 @@ def shownCommand(command: list[str]) -> str:
     return " ".join(["python", *(shlex.quote(part) for part in command)])
 
 
+def loadNow() -> float:
+    """:return: the machine's 1-minute load average (nan where the platform has none)"""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+
+def loadSpanText(load_start: float) -> str:
+    """:param load_start: :func:`loadNow` when the measurement started
+    :return: ``Load average 0.5 at the start, 1.5 at the end`` (the end: now), for a report's notes"""
+    return f"Load average {load_start:.1f} at the start, {loadNow():.1f} at the end"
+
+
 def appendReport(title: str, command: str, notes: str, table: str, packages: tuple[str, ...] = ("pybullet", "numpy",
                  "gymnasium"), path: str = BENCH_FILE, target: str = "bench") -> None:
     """

@@ -31,6 +31,8 @@ from benchmarks.documents import (
     addResultsArguments,
     appendReport,
     autoThreadsText,
+    loadNow,
+    loadSpanText,
     machineDescription,
     recordedCommand,
     resultsPath,
@@ -118,7 +120,7 @@ def main(argv: list[str] | None = None) -> dict[tuple[str, str, str], float]:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # the VAE's training (not measured); each measured run sets its own (--torch-threads)
     print(f"Machine: {machineDescription(('torch', 'stable_baselines3', 'pybullet'))}")
-    load_start = os.getloadavg()[0]
+    load_start = loadNow()
     samples: dict[tuple[str, str, str], list[float]] = {}
     with tempfile.TemporaryDirectory() as scratch:
         start = time.perf_counter()
@@ -153,8 +155,7 @@ def main(argv: list[str] | None = None) -> dict[tuple[str, str, str], float]:
             f"measurement, median of {args.repeats} (configurations interleaved, every other round reversed); "
             f"steps/s over PPO's learn(). Reference physics: {reference_iterations} solver iterations, residual "
             f"{reference_residual:g} (version 1). {vaeText(VAE_EPISODES, VAE_EPOCHS, ENV_ID)}, state dim 32. "
-            f"{goals} Reported, not asserted. Load average "
-            f"{load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end.",
+            f"{goals} Reported, not asserted. {loadSpanText(load_start)}.",
             table, packages=("torch", "stable_baselines3", "pybullet"), path=resultsPath(args))
     return rates
 

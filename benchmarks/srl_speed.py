@@ -52,7 +52,15 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 from benchmarks.command import exitStatus
-from benchmarks.documents import addResultsArguments, appendReport, machineDescription, recordedCommand, resultsPath
+from benchmarks.documents import (
+    addResultsArguments,
+    appendReport,
+    loadNow,
+    loadSpanText,
+    machineDescription,
+    recordedCommand,
+    resultsPath,
+)
 from environments import getEnvClass
 from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
 from environments.registry import defaultRenderer
@@ -234,7 +242,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     torch.set_num_threads(1)  # the VAE's training (not measured); each measured run sets its own (--torch-threads)
     encoder_device = train_checks.runDeviceFor(PPO2Model, "auto", "vae")  # the run's, where --device auto puts ppo2
     print(f"Machine: {machineDescription(('torch', 'stable_baselines3', 'pybullet'))}; encoder on {encoder_device}")
-    load_start = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    load_start = loadNow()
     rows = []
     # The sprite renderer's disk cache starts empty here; a random walk fills it as a machine's first runs do.
     with tempfile.TemporaryDirectory() as scratch, mock.patch.dict(os.environ,
@@ -281,7 +289,6 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     print(table)
     print(goals)
     if not args.no_append:
-        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         command = recordedCommand("benchmarks.srl_speed", argv)
         appendReport(
             f"PPO with a trained SRL model, {ENV_ID} 64x64", command,
@@ -295,8 +302,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             "the per-step split is env step (render + physics, or the wait for the subprocesses, which encode their own "
             "images in the rows encoded in the workers), encoder (in this process: one batched getState per step, in "
             f"the rows encoded in this process) and the rest (policy and PPO updates). {goals} Reported, not "
-            f"asserted. Load average {load_start:.1f} at the start, {load:.1f} at the "
-            f"end ({len(os.sched_getaffinity(0))} cores).",
+            f"asserted. {loadSpanText(load_start)} ({len(os.sched_getaffinity(0))} cores).",
             table, packages=("torch", "stable_baselines3", "pybullet"), path=resultsPath(args))
     return rows
 

@@ -29,7 +29,15 @@ from unittest import mock
 from stable_baselines3 import PPO
 
 from benchmarks.command import exitStatus
-from benchmarks.documents import addResultsArguments, appendReport, machineDescription, recordedCommand, resultsPath
+from benchmarks.documents import (
+    addResultsArguments,
+    appendReport,
+    loadNow,
+    loadSpanText,
+    machineDescription,
+    recordedCommand,
+    resultsPath,
+)
 from benchmarks.srl_speed import Timers, trainVAE, warmSprites
 from environments import registered_env, resolvedRenderer
 from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
@@ -99,7 +107,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     if args.num_cpu < 2:
         raise UsageError(f"--num-cpu {args.num_cpu}: one env steps in the training process either way; give 2 or more")
     print(f"Machine: {machineDescription(('torch', 'stable_baselines3', 'pybullet'))}", flush=True)
-    load_start = os.getloadavg()[0]
+    load_start = loadNow()
     rows = []
     with tempfile.TemporaryDirectory() as scratch, mock.patch.dict(os.environ,
                                                                    {SPRITE_CACHE_ENV: os.path.join(scratch, "cache")}):
@@ -141,8 +149,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             f"ppo2 default hyperparameters, train's default torch threads, {args.num_cpu} envs, {args.steps} steps per "
             f"measurement, {args.rounds} rounds of both values alternated (the order reversed every other round), "
             f"median steps/s over PPO's learn(); vae: a VAE of state dim 32 trained in the benchmark ({VAE_EPISODES} "
-            f"episodes of 100 steps, {VAE_EPOCHS} epochs). Reported, not asserted. Load average {load_start:.1f} at "
-            f"the start, {os.getloadavg()[0]:.1f} at the end ({len(os.sched_getaffinity(0))} cores).",
+            f"episodes of 100 steps, {VAE_EPOCHS} epochs). Reported, not asserted. {loadSpanText(load_start)} "
+            f"({len(os.sched_getaffinity(0))} cores).",
             table, packages=("torch", "stable_baselines3", "pybullet"), path=resultsPath(args))
     return rows
 
