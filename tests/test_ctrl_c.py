@@ -121,6 +121,19 @@ def _twoCtrlCsAt(monkeypatch, steps: int) -> None:
     monkeypatch.setattr(TrainingCallbacks, "on_step", twoCtrlCs)
 
 
+def _oneCtrlCAt(monkeypatch, steps: int) -> None:
+    """One Ctrl-C at the first training step at or past ``steps`` (the run stops at the next step, saving)."""
+    original = TrainingCallbacks.on_step
+
+    def oneCtrlC(self) -> bool:
+        keep_going = original(self)
+        if self.num_timesteps >= steps and self.stop_signal is None:
+            _ctrlC()
+        return keep_going
+
+    monkeypatch.setattr(TrainingCallbacks, "on_step", oneCtrlC)
+
+
 SECOND_CTRL_C_RUNS = {"ppo2": ["--hyperparam", "n_steps:100", "batch_size:50", "n_epochs:1"], "acktr": [],
                       "cma-es": ["--hyperparam", "num_population:2"]}
 
@@ -179,13 +192,7 @@ def test_a_second_ctrl_c_while_the_stopped_run_closes_its_env_workers_is_no_warn
     """A Ctrl-C, then a second one while the stopped run of 2 envs in subprocesses closes them, once they were told
     to end (two quick Ctrl-Cs in a terminal): exit 130, the workers ended, and no `warning: the env was not closed
     (BrokenPipeError...)` (the clean-up sent its close again to workers already gone)."""
-    original_step, original_close = TrainingCallbacks.on_step, SubprocVecEnv.close
-
-    def oneCtrlC(self) -> bool:
-        keep_going = original_step(self)
-        if self.num_timesteps >= 300 and self.stop_signal is None:
-            _ctrlC()
-        return keep_going
+    original_close = SubprocVecEnv.close
 
     def closeCutByCtrlC(self) -> None:
         if not self.closed and not getattr(self, "cut_once", False):
@@ -197,7 +204,7 @@ def test_a_second_ctrl_c_while_the_stopped_run_closes_its_env_workers_is_no_warn
             _ctrlC()  # the second Ctrl-C, during that wait
         original_close(self)
 
-    monkeypatch.setattr(TrainingCallbacks, "on_step", oneCtrlC)
+    _oneCtrlCAt(monkeypatch, 300)
     monkeypatch.setattr(SubprocVecEnv, "close", closeCutByCtrlC)
     try:
         code = train.main([*GT, "--algo", "ppo2", "--num-cpu", "2", "--vec-env", "subproc", "--num-timesteps", "2000",
@@ -215,19 +222,13 @@ def test_a_second_ctrl_c_while_the_stopped_run_closes_its_env_workers_is_no_warn
 def test_a_second_ctrl_c_during_the_final_save_does_not_cut_it_short(tmp_path, monkeypatch, capsys) -> None:
     """A Ctrl-C, then a second one while the stopped run saves its model: the save and the summary complete (a
     KeyboardInterrupt ended the process there, without the summary), exit 130."""
-    original_step, original_save = TrainingCallbacks.on_step, TrainingCallbacks.saveModel
-
-    def oneCtrlC(self) -> bool:
-        keep_going = original_step(self)
-        if self.num_timesteps >= 700 and self.stop_signal is None:
-            _ctrlC()
-        return keep_going
+    original_save = TrainingCallbacks.saveModel
 
     def ctrlCWhileSaving(self, folder: str, num_timesteps: int, **extra) -> None:
         _ctrlC()
         original_save(self, folder, num_timesteps, **extra)
 
-    monkeypatch.setattr(TrainingCallbacks, "on_step", oneCtrlC)
+    _oneCtrlCAt(monkeypatch, 700)
     monkeypatch.setattr(TrainingCallbacks, "saveModel", ctrlCWhileSaving)
     try:
         code = train.main([*GT, "--algo", "ppo2", "--num-timesteps", "2000", "--checkpoint-freq", "500", "--no-vis",
