@@ -69,19 +69,15 @@ def readRunConfig(run_dir: str, flag: str, inside_hint: Callable[[str], str] | N
     :return: the run's settings (args.json, upgraded to the current format: every train flag is there), as given
     :raises ValueError: the folder holds no run, or its args.json is unreadable (one line)
     """
-    if not os.path.isdir(run_dir):
-        inside = insideRunRefusal(flag, run_dir) if os.path.isfile(run_dir) else None  # a file of a run: that run
-        if inside is None:
-            raise ValueError(f"{flag} {run_dir!r} is not a folder")
-        refusal, run, below = inside  # (the hint for the folder that holds the file: a checkpoint's model's step)
-        raise ValueError(f"{refusal}: give {flag}{'=' if flag.isidentifier() else ' '}{run}"
-                         + (inside_hint(os.path.dirname(below)) if inside_hint else ""))
-    if not os.path.isfile(RunFolder(run_dir).args_file):
-        inside = insideRunRefusal(flag, run_dir)
-        if inside is not None:  # a checkpoint's folder, best/, monitor/
-            refusal, run, below = inside
+    folder = os.path.isdir(run_dir)
+    if not folder or not os.path.isfile(RunFolder(run_dir).args_file):
+        inside = insideRunRefusal(flag, run_dir) if os.path.exists(run_dir) else None
+        if inside is not None:  # a checkpoint's folder, best/, monitor/, or a file of the run
+            refusal, run, below = inside  # (a file: the hint of the folder holding it, a checkpoint's step)
             raise ValueError(f"{refusal}: give {flag}{'=' if flag.isidentifier() else ' '}{run}"
-                             + (inside_hint(below) if inside_hint else ""))
+                             + (inside_hint(below if folder else os.path.dirname(below)) if inside_hint else ""))
+        if not folder:
+            raise ValueError(f"{flag} {run_dir!r} is not a folder")
         raise ValueError(f"{flag} {run_dir!r} holds no run (no args.json); pass a run folder written by "
                          f"rl_baselines.train{runsBelowHint(run_dir)}")
     return TrainConfig.fromRecord(readArgsRecord(run_dir))
