@@ -15,9 +15,10 @@ import warnings
 import pytest
 from conftest import snapshot
 
-from rl_baselines.sweeps import hyperparam_search, search_outputs, search_study, search_trials
+from rl_baselines.sweeps import hyperparam_search, search_outputs, search_record, search_study, search_trials
 from rl_baselines.sweeps.search_outputs import repeatCommand, writeBestParams
-from rl_baselines.sweeps.search_study import STUDY_RECORD, STUDY_SPACE, SearchConfig, createStudy, spaceRecord
+from rl_baselines.sweeps.search_record import STUDY_RECORD, STUDY_SPACE, createStudy, spaceRecord
+from rl_baselines.sweeps.search_study import SearchConfig
 from rl_baselines.sweeps.search_trials import TrialProgress
 from srl_toolbox.cli import UsageError
 
@@ -74,7 +75,7 @@ def test_the_record_is_the_configs_settings(tmp_path) -> None:
     config = searchConfig(url, seed=3)
     createStudy(config)
     recorded = optuna.load_study(study_name="race", storage=url).user_attrs[STUDY_RECORD]
-    assert recorded == {key: getattr(config, key) for key in search_study.STUDY_KEYS}
+    assert recorded == {key: getattr(config, key) for key in search_record.STUDY_KEYS}
     with pytest.raises(UsageError, match="was made for --seed 3 \\(asked 4\\)"):
         createStudy(dataclasses.replace(config, seed=4))
 
