@@ -16,6 +16,15 @@ A study also records the search space it was first searched over (:data:`STUDY_S
 not: the space its trials sampled): a command whose space differs (a version whose ``getOptParam`` changed) is warned,
 naming the hyperparameters, and continues the study, whose earlier trials stand (:func:`_recordedSpace`).
 
+A study also records the search's own settings it was first searched with (:data:`STUDY_SEARCH`: ``--optimizer``,
+``--pruner``, ``--n-evaluations``, ``--n-startup-trials``; a study of a version that did not: this command's). They
+change which hyperparameters are tried and which trials are stopped early, never how a trial that completes is scored
+(its budget and ``--eval-episodes`` are in the setting), so a command with others is warned, naming each flag, and
+continues the study (:func:`_recordedSearch`): a user may switch pruner or sampler on purpose (Optuna stores neither),
+but a pruner compares a trial's rewards with the earlier trials' at the same steps, so trials reported at other steps
+or under another rule prune unevenly. What each command may choose for itself (``--sampler-seed``, ``--workers``,
+``--n-trials``, ``--grid-points``: another grid in one study) is not recorded.
+
 Invariants: a record, once written, is never rewritten (the first command's values stand); every value is JSON. This
 module imports :mod:`rl_baselines.sweeps.search_study` (the config, the storage, Optuna), which never imports it back;
 a ``--workers`` process does not import it (it loads the study the command created).
@@ -40,6 +49,10 @@ _OLDER_KEYS = ("algo", "env", "srl_model", "num_timesteps", "eval_episodes", "se
 # The user attribute of the search space a study was first searched over (:func:`spaceRecord`): a command whose space
 # differs (another version's getOptParam) is warned, and continues
 STUDY_SPACE = "search_space"
+# The user attribute of the search's own settings a study was first searched with ({key: value} of these keys): a
+# command with others (another pruner...) is warned, and continues
+STUDY_SEARCH = "search_settings"
+SEARCH_KEYS = ("optimizer", "pruner", "n_evaluations", "n_startup_trials")
 
 
 def createStudy(config: SearchConfig) -> Any:
@@ -49,7 +62,8 @@ def createStudy(config: SearchConfig) -> Any:
     :param config: the search
     :return: the study
     :raises UsageError: the storage cannot be opened, or the study holds another setting's trials
-    :warns: the study was searched over another space (:func:`_recordedSpace`)
+    :warns: the study was searched over another space (:func:`_recordedSpace`), or with other search settings
+        (:func:`_recordedSearch`)
     """
     optuna = importOptuna()
     path = sqlitePath(config.storage_url)
@@ -60,7 +74,7 @@ def createStudy(config: SearchConfig) -> Any:
         with storageLock(path):
             study = optuna.create_study(storage=storage, study_name=config.study_name, direction="maximize",
                                         load_if_exists=True)
-            return _recordedSpace(_recordedSetting(study, config), config)
+            return _recordedSearch(_recordedSpace(_recordedSetting(study, config), config), config)
     except (ImportError, ValueError, OSError) as error:
         raise UsageError(f"--storage {config.storage_url!r}: {_storageError(error)}") from None
     except Exception as error:  # SQLAlchemy's OperationalError and friends: unreachable server, bad file
@@ -210,4 +224,43 @@ def _recordedSpace(study: Any, config: SearchConfig) -> Any:
                           f"sample this one (choose another --study-name to keep them apart)", stacklevel=2)
     if STUDY_SPACE not in study.user_attrs:
         study.set_user_attr(STUDY_SPACE, wanted if recorded is None else recorded)
+    return study
+
+
+# --- search settings record --------------------------------------------------------------------------------------
+
+
+def _usedSearchKeys(config: SearchConfig) -> list[str]:
+    """:return: the search settings (:data:`SEARCH_KEYS`) that act on this command's trials: the optimizer and the
+        pruner; ``n_evaluations`` unless the trials evaluate (a forwarded ``--eval-freq``, recorded as a train setting,
+        sets the steps reported then); ``n_startup_trials`` with TPE or the median pruner, the two that read it"""
+    used = ["optimizer", "pruner"]
+    if not config.evaluate:
+        used.append("n_evaluations")
+    if config.optimizer == "tpe" or config.pruner == "median":
+        used.append("n_startup_trials")
+    return used
+
+
+def _recordedSearch(study: Any, config: SearchConfig) -> Any:
+    """
+    Compare the search settings of ``config`` with those the study recorded (:data:`STUDY_SEARCH`); a study that
+    recorded none (a new one, or one of a version that did not record them) records this command's.
+
+    :return: ``study``
+    :warns: a setting that acts on this command's trials (:func:`_usedSearchKeys`) differs: once, naming each flag
+        with its recorded and asked values; the study continues, its earlier trials kept
+    """
+    wanted = {key: getattr(config, key) for key in SEARCH_KEYS}
+    recorded = study.user_attrs.get(STUDY_SEARCH)
+    if not isinstance(recorded, dict):
+        study.set_user_attr(STUDY_SEARCH, wanted)  # (one attribute: a concurrent command reads all of it or nothing)
+        return study
+    differ = [f"--{key.replace('_', '-')} {_shown(recorded[key])} (asked {_shown(wanted[key])})"
+              for key in _usedSearchKeys(config) if key in recorded and recorded[key] != wanted[key]]
+    if differ:
+        warnings.warn(f"study {config.study_name!r} in {config.storage_url} was searched with other search settings: "
+                      f"{', '.join(differ)}; its {len(study.trials)} earlier trials are kept and its new ones are "
+                      f"sampled and pruned with these beside them (choose another --study-name to keep them apart)",
+                      stacklevel=2)
     return study
