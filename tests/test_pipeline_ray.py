@@ -9,6 +9,7 @@ import glob
 import http.server
 import json
 import os
+import re
 import secrets
 import signal
 import socket
@@ -299,6 +300,33 @@ def test_a_ray_address_where_no_cluster_answers_is_refused_before_anything_is_wr
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:0")
     with pytest.raises(UsageError, match=r"^--ray-address auto: RAY_ADDRESS '127.0.0.1:0': port 0 is not in 1-65535$"):
         pipeline.main([*base, "auto"])
+    assert not log_dir.exists()
+
+
+def test_an_ipv6_ray_address_in_brackets_is_accepted_as_ray_writes_it(tmp_path, monkeypatch) -> None:
+    """``--ray-address [::1]:6379`` (the form Ray prints and parses for an IPv6 host) was refused as "not HOST:PORT"
+    by our own check; it now goes on to the reachability check. A bare ``::1:6379`` (ambiguous, which Ray refuses too)
+    is refused saying how to write one."""
+    for address in ("[::1]:6379", "ray://[::1]:10001", "[fe80::1%eth0]:6379", "[2001:db8::7]:6379"):
+        executors.checkRayAddressForm(address)
+    for address, forms in (("::1:6379", "; an IPv6 host in brackets: [::1]:6379)"), ("[1:2:3]:6379", ")"),
+                           ("[::1]", ")"), ("[zz]:6379", ")")):
+        with pytest.raises(UsageError) as refused:
+            executors.checkRayAddressForm(address)
+        assert str(refused.value) == f"--ray-address {address!r} is not HOST:PORT (or auto, or ray://HOST:PORT{forms}"
+    with pytest.raises(UsageError, match=r"^--ray-address '\[::1\]:0': port 0 is not in 1-65535$"):
+        executors.checkRayAddressForm("[::1]:0")
+    monkeypatch.setenv("RAY_ADDRESS", "[::1]:6379")
+    assert executors.autoAddress() == "[::1]:6379"
+    monkeypatch.setenv("RAY_ADDRESS", "::1:6379")
+    with pytest.raises(UsageError, match=re.escape("RAY_ADDRESS '::1:6379' is not HOST:PORT (or ray://HOST:PORT; an "
+                                                   "IPv6 host in brackets: [::1]:6379)")):
+        executors.autoAddress()
+    monkeypatch.setattr(executors, "importRay", lambda address: _UnreachableRay(cpus=2))
+    log_dir = tmp_path / "logs"
+    with pytest.raises(UsageError, match=r"^--ray-address \[::1\]:\d+: nothing answers there"):
+        pipeline.main(["--algo", "ppo2", "--env", ENVS[1], "--srl-model", "ground_truth", "--log-dir", str(log_dir),
+                       "--no-vis", "--executor", "ray", "--ray-address", f"[::1]:{findFreePort()}"])
     assert not log_dir.exists()
 
 

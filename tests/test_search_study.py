@@ -15,9 +15,10 @@ import warnings
 import pytest
 from conftest import snapshot
 
-from rl_baselines.sweeps import hyperparam_search, search_outputs, search_study, search_trials
+from rl_baselines.sweeps import hyperparam_search, search_outputs, search_record, search_study, search_trials
 from rl_baselines.sweeps.search_outputs import repeatCommand, writeBestParams
-from rl_baselines.sweeps.search_study import STUDY_RECORD, STUDY_SPACE, SearchConfig, createStudy, spaceRecord
+from rl_baselines.sweeps.search_record import STUDY_RECORD, STUDY_SEARCH, STUDY_SPACE, createStudy, spaceRecord
+from rl_baselines.sweeps.search_study import SearchConfig
 from rl_baselines.sweeps.search_trials import TrialProgress
 from srl_toolbox.cli import UsageError
 
@@ -74,7 +75,7 @@ def test_the_record_is_the_configs_settings(tmp_path) -> None:
     config = searchConfig(url, seed=3)
     createStudy(config)
     recorded = optuna.load_study(study_name="race", storage=url).user_attrs[STUDY_RECORD]
-    assert recorded == {key: getattr(config, key) for key in search_study.STUDY_KEYS}
+    assert recorded == {key: getattr(config, key) for key in search_record.STUDY_KEYS}
     with pytest.raises(UsageError, match="was made for --seed 3 \\(asked 4\\)"):
         createStudy(dataclasses.replace(config, seed=4))
 
@@ -307,3 +308,58 @@ def test_a_storage_file_that_is_no_database_is_refused_in_the_commands_words(tmp
                                 str(log_dir), "--storage", f"sqlite:///{notes}"])
     assert str(refusal.value) == f"--storage 'sqlite:///{notes}': file is not a database"
     assert notes.read_text() == "not a database\n" and not log_dir.exists()
+
+
+def test_a_study_continued_with_other_search_settings_warns_once_naming_each_flag(tmp_path, monkeypatch):
+    """A study did not record the search's own settings: continuing it with another --pruner, --n-evaluations,
+    --n-startup-trials or (a --study-name given) --optimizer silently mixed trials pruned under other rules or
+    reported at other steps. It records those of its first command, and a command with others continues it (their
+    completed trials are scored alike) with one warning naming each flag; what each command may choose for itself
+    (--sampler-seed, --workers, --grid-points) says nothing."""
+    _pruneEveryTrial(monkeypatch)
+    base = ["--algo", "ppo2", "--env", "MobileRobot1DGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps",
+            "300", "--n-trials", "1", "--no-progress", "--log-dir", str(tmp_path), "--study-name", "s"]
+    made = ["--optimizer", "tpe", "--pruner", "median", "--n-evaluations", "5", "--n-startup-trials", "2"]
+    assert hyperparam_search.main([*base, *made]) == 1  # (its one trial pruned)
+    url = f"sqlite:///{tmp_path}/hyperparam_search/s.db"
+    assert optuna.load_study(study_name="s", storage=url).user_attrs[STUDY_SEARCH] == {
+        "optimizer": "tpe", "pruner": "median", "n_evaluations": 5, "n_startup_trials": 2}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same search, on another machine or with more workers: no warning
+        assert hyperparam_search.main([*base, *made, "--sampler-seed", "7", "--workers", "2",
+                                       "--grid-points", "4"]) == 1
+    with pytest.warns(UserWarning) as caught:
+        assert hyperparam_search.main([*base, "--optimizer", "random", "--pruner", "hyperband", "--n-evaluations",
+                                       "3", "--n-startup-trials", "2"]) == 1
+    assert [str(warning.message) for warning in caught] == [
+        f"study 's' in {url} was searched with other search settings: --optimizer 'tpe' (asked 'random'), --pruner "
+        "'median' (asked 'hyperband'), --n-evaluations 5 (asked 3); its 2 earlier trials are kept and its new ones "
+        "are sampled and pruned with these beside them (choose another --study-name to keep them apart)"]
+    with pytest.warns(UserWarning, match=re.escape("other search settings: --n-startup-trials 2 (asked 5); its 3")):
+        assert hyperparam_search.main([*base, *made[:-1], "5"]) == 1
+    assert optuna.load_study(study_name="s", storage=url).user_attrs[STUDY_SEARCH]["pruner"] == "median"  # the first
+
+
+def test_search_settings_a_command_does_not_use_are_not_compared_and_an_older_study_records_them(tmp_path) -> None:
+    """--n-startup-trials acts only with TPE or the median pruner, --n-evaluations only without a forwarded
+    --eval-freq (whose evaluations are reported instead): another value of either is then not worth a warning. A
+    study of a version that recorded no search settings takes this command's, quietly."""
+    url = f"sqlite:///{tmp_path / 'search.db'}"
+    config = dataclasses.replace(searchConfig(url, seed=0), pruner="hyperband")  # random sampler
+    _createQuietly(config)
+    _createQuietly(dataclasses.replace(config, n_startup_trials=9))
+    with pytest.warns(UserWarning, match=re.escape("--n-startup-trials 1 (asked 9)")):
+        createStudy(dataclasses.replace(config, optimizer="tpe", n_startup_trials=9))
+    url = f"sqlite:///{tmp_path / 'evaluated.db'}"
+    evaluated = dataclasses.replace(config, storage_url=url, eval_freq=100)
+    _createQuietly(evaluated)
+    _createQuietly(dataclasses.replace(evaluated, n_evaluations=4))
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    old = dataclasses.replace(config, storage_url=url)
+    _createQuietly(dataclasses.replace(old, pruner="median"))
+    study = optuna.load_study(study_name="race", storage=url)
+    study.set_user_attr(STUDY_SEARCH, None)  # (Optuna keeps a user attribute: None stands for none recorded)
+    _createQuietly(old)
+    assert optuna.load_study(study_name="race", storage=url).user_attrs[STUDY_SEARCH]["pruner"] == "hyperband"
+    with pytest.warns(UserWarning, match=re.escape("--pruner 'hyperband' (asked 'median')")):
+        createStudy(dataclasses.replace(old, pruner="median"))

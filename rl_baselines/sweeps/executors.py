@@ -18,6 +18,7 @@ lost: ``lost`` says so in one line, nothing more is submitted, ``wait`` returns 
 """
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import re
@@ -145,7 +146,8 @@ def _isLoopback(address: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
-_ADDRESS = re.compile(r"(ray://)?[^:/\s]+:\d{1,5}")
+# HOST:PORT, or ray://HOST:PORT; an IPv6 host in brackets, as Ray writes one ([::1]:6379, fe80::1%eth0 with its zone)
+_ADDRESS = re.compile(r"(ray://)?(?:\[(?P<ipv6>[0-9A-Fa-f:.]+(?:%[\w.-]+)?)\]|[^:/\s\[\]]+):\d{1,5}")
 START_HINT = "start the cluster with `ray start --head` or leave --ray-address out for a local instance"
 # A method of the GCS (a cluster's HOST:PORT), and one of Ray's client server (ray://HOST:PORT); a server without it
 # answers UNIMPLEMENTED, one that is not gRPC (or not there) UNAVAILABLE or nothing in time.
@@ -161,11 +163,32 @@ def _portOutOfRange(address: str) -> str:
     return "" if 1 <= port <= 65535 else f"port {port} is not in 1-65535"
 
 
+def _isAddress(address: str) -> bool:
+    """:return: whether ``address`` is HOST:PORT or ray://HOST:PORT, an IPv6 host a valid address in brackets
+        (``[::1]:6379``, as Ray writes one; a bare ``::1:6379`` is ambiguous, and Ray refuses it)"""
+    match = _ADDRESS.fullmatch(address)
+    if match is None or match["ipv6"] is None:
+        return match is not None
+    try:
+        ipaddress.IPv6Address(match["ipv6"])
+    except ValueError:
+        return False
+    return True
+
+
+def _addressForms(address: str, auto: bool = False) -> str:
+    """:return: the forms an address may take (``auto`` too where ``auto``), as a refusal lists them, with how to
+        write an IPv6 host where ``address`` looks like a bare one (more than one ':' and no brackets)"""
+    bare_ipv6 = address.removeprefix("ray://").count(":") > 1 and "[" not in address
+    return (f"HOST:PORT (or {'auto, or ' if auto else ''}ray://HOST:PORT"
+            + ("; an IPv6 host in brackets: [::1]:6379)" if bare_ipv6 else ")"))
+
+
 def checkRayAddressForm(address: str) -> None:
-    """:raises UsageError: ``--ray-address`` is neither auto, HOST:PORT nor ray://HOST:PORT, or its port is not in
-    1-65535 (one line)"""
-    if address != "auto" and not _ADDRESS.fullmatch(address):
-        raise UsageError(f"--ray-address {address!r} is not HOST:PORT (or auto, or ray://HOST:PORT)")
+    """:raises UsageError: ``--ray-address`` is neither auto, HOST:PORT nor ray://HOST:PORT (an IPv6 host in
+    brackets), or its port is not in 1-65535 (one line)"""
+    if address != "auto" and not _isAddress(address):
+        raise UsageError(f"--ray-address {address!r} is not {_addressForms(address, auto=True)}")
     if address != "auto" and (wrong := _portOutOfRange(address)):
         raise UsageError(f"--ray-address {address!r}: {wrong}")
 
@@ -194,8 +217,8 @@ def autoAddress() -> str:
     """
     given = os.environ.get("RAY_ADDRESS", "").strip()
     if given and given != "auto":
-        if not _ADDRESS.fullmatch(given):
-            raise UsageError(f"--ray-address auto: RAY_ADDRESS {given!r} is not HOST:PORT (or ray://HOST:PORT)")
+        if not _isAddress(given):
+            raise UsageError(f"--ray-address auto: RAY_ADDRESS {given!r} is not {_addressForms(given)}")
         if wrong := _portOutOfRange(given):
             raise UsageError(f"--ray-address auto: RAY_ADDRESS {given!r}: {wrong}")
         return given

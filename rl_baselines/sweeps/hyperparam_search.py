@@ -51,6 +51,7 @@ from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV
 from rl_baselines.runs.train_config import TrainConfig
 from rl_baselines.sweeps.recorded import trainSettings
 from rl_baselines.sweeps.search_outputs import repeatCommand, saveSearchPlot, writeBestParams, writeTrialsCsv
+from rl_baselines.sweeps.search_record import createStudy
 from rl_baselines.sweeps.search_study import (
     INSTALL_HINT,
     OPTIMIZERS,
@@ -61,7 +62,6 @@ from rl_baselines.sweeps.search_study import (
     SUBSAMPLE_STEPS,
     SearchConfig,
     checkSpace,
-    createStudy,
     fitSpaceToBudget,
     fitSpaceToCaps,
     formatValue,
