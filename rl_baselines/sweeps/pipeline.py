@@ -129,7 +129,8 @@ def buildParser() -> CLIParser:
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
                         help="local processes, or Ray tasks (pip install 'srl-toolbox[ray]') [local]")
     parser.add_argument("--ray-address", default=None, metavar="HOST:PORT",
-                        help="a running Ray cluster (also auto or ray://HOST:PORT) [start a local instance]")
+                        help="a running Ray cluster (also auto or ray://HOST:PORT; an IPv6 host in brackets: "
+                             "[::1]:6379) [start a local instance]")
     parser.add_argument("--num-gpus", type=_nonNegativeFloat, default=0.0,
                         help="GPUs each run asks Ray for (fractions allowed) [0]")
     parser.add_argument("--force", action="store_true",
