@@ -16,7 +16,7 @@ import numpy as np
 from environments.dataset import Dataset
 from srl_models.backbone import checkImageSize
 from srl_models.losses import LOSSES
-from srl_models.trainer import episodeLengths, framesAfter, tooFewAnchors
+from srl_models.trainer import framesAfter, tooFewAnchors
 from srl_toolbox.cli import UsageError
 
 MAX_REWARD_CLASSES = 10  # more distinct rewards (shaped rewards): quantile bins
@@ -40,12 +40,13 @@ def checkHorizon(dataset: Dataset, train_rows: np.ndarray, horizon: int | None, 
     if anchors < needed and horizon <= 1:  # no shorter horizon to suggest: too few frames
         raise UsageError(tooFewAnchors(anchors, horizon, negatives, held_out=len(train_rows) < len(starts)))
     if anchors < needed:
-        longest = int(episodeLengths(starts).max()) if len(starts) else 0
+        # a held-out episode gives no anchor: the training episodes' longest is the one that bounds the horizon
+        longest = int(after[0]) + 1 if len(after) else 0
         largest = int(after[needed - 1]) if len(after) >= needed else 0  # the largest horizon with enough anchors
         choice = f"choose a horizon of at most {largest}" if largest >= 1 else "record longer episodes"
-        raise UsageError(f"--horizon {horizon} is longer than the dataset's episodes allow (the longest has {longest} "
-                         f"frames; {anchors} training frames have a frame {horizon} steps later, {needed} needed): "
-                         f"{choice}")
+        raise UsageError(f"--horizon {horizon} is longer than the dataset's episodes allow (the longest training "
+                         f"episode has {longest} frames; {anchors} training frames have a frame {horizon} steps later, "
+                         f"{needed} needed): {choice}")
 
 
 def checkDataset(path: str, losses: dict[str, float]) -> Dataset:

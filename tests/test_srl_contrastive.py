@@ -335,7 +335,7 @@ BAD_INPUTS = [
     (["--srl-model", "vae", "--augment", "flip"], "argument --augment: invalid choice: 'flip' (choose from 'none', "
                                                    "'shift')"),
     (["--srl-model", "atc", "--horizon", "60"], "--horizon 60 is longer than the dataset's episodes allow (the "
-                                                "longest has 50 frames"),
+                                                "longest training episode has 50 frames"),
     (["--srl-model", "atc", "--batch-size", "1"], "--batch-size 1: the atc loss contrasts each frame with the other "
                                                   "frames of its minibatch, which needs 2 or more (its default: 256)"),
     (["--srl-model", "curl", "--batch-size", "1"], "--batch-size 1: the curl loss contrasts"),
@@ -383,6 +383,16 @@ def test_the_horizon_refusal_suggests_the_largest_that_trains(tinyDataset: str, 
     checkHorizon(dataset, train_rows, largest, negatives)  # accepted
     with pytest.raises(UsageError, match=f"at most {largest}$"):
         checkHorizon(dataset, train_rows, largest + 1, negatives)
+
+
+def test_the_horizon_refusal_names_the_longest_training_episode() -> None:
+    """A held-out episode gives no pair: the longest episode the refusal names is a training one, with the bound."""
+    starts = np.zeros(160, dtype=bool)
+    starts[[0, 100, 130]] = True  # episodes of 100, 30 and 30 frames
+    train_rows = np.arange(100, 160)  # the 100-frame episode held out
+    with pytest.raises(UsageError, match=r"^--horizon 50 is longer than the dataset's episodes allow \(the longest "
+                                         r"training episode has 30 frames; 0 training frames .*at most 29$"):
+        checkHorizon({"episode_starts": starts}, train_rows, 50, True)
 
 
 def test_too_few_pairs_at_horizon_0_or_1_say_how_many_and_what_to_record(tinyDataset: str) -> None:  # noqa: F811
