@@ -420,11 +420,12 @@ def actionProbaFigure(trace: ReplayTrace, title: str = "") -> Any:
     columns = min(len(axes_list[0].get_legend_handles_labels()[1]), 6)
     axes_list[0].legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=columns, fontsize="small",
                         frameon=False)
+    starts = _episodeStarts(trace)[:200]  # more lines would only blacken the plot
     for axes in axes_list:
-        for start in _episodeStarts(trace)[:200]:  # more lines would only blacken the plot
+        for start in starts:
             axes.axvline(start, color="black", linestyle="--", linewidth=0.6, alpha=0.5)
         axes.grid(True, alpha=0.3)
-    axes_list[-1].set_xlabel("Step (first env; dashed: new episode)")
+    axes_list[-1].set_xlabel("Step (first env; dashed: new episode)" if len(starts) else "Step (first env)")
     _setTitle(figure, title, what)
     figure.tight_layout()
     return figure

@@ -181,6 +181,15 @@ def test_figure_titles_fit_the_figure():
             assert axes.get_tightbbox(renderer).y1 <= box.y0 + 1, name
 
 
+def test_the_step_axis_mentions_dashed_lines_only_when_it_draws_some():
+    """The action figure's x axis said "dashed: new episode" on a replay of one episode, which draws no dashed line."""
+    one_episode = _syntheticTrace(2)
+    one_episode.episodes[:] = [0] * len(one_episode.episodes)
+    assert replay_plots.actionProbaFigure(one_episode).axes[-1].get_xlabel() == "Step (first env)"
+    assert (replay_plots.actionProbaFigure(_syntheticTrace(2)).axes[-1].get_xlabel()
+            == "Step (first env; dashed: new episode)")
+
+
 def test_axes_carry_the_ground_truth_unit():
     """The trajectory's axes were labelled bare x, y, z although the robots' ground truth is in metres."""
     labels = {}
