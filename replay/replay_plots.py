@@ -230,6 +230,8 @@ class ReplayVisdom(VisdomPlotter):
     :param announce: print ``Live plots: <page_url>`` (the environment's own page) once the server drew the windows
     """
 
+    DRAWS_FOR = "replay"  # (its warning: "live plots are off for the rest of this replay")
+
     def __init__(self, port: int, env_name: str, title: str = "", announce: bool = False) -> None:
         super().__init__(port=port, env_name=env_name, title=title, max_points=MAX_LIVE_POINTS, announce=announce)
         safe_name = re.sub(r"[^A-Za-z0-9_-]", "_", env_name)
