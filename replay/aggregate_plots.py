@@ -53,6 +53,7 @@ from replay.results import (
 )
 from srl_toolbox.cli import CLIParser, HeldWarnings, checkOutputFiles, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.files import atomicPath
+from srl_toolbox.plots import STEPS_AXIS_LABEL
 
 DEFAULT_NUM_POINTS = 200  # points of a --timesteps curve
 
@@ -77,6 +78,14 @@ def buildParser() -> CLIParser:
     return result
 
 
+def axisLabel(label: str) -> str:
+    """
+    :param label: an axis as the .npz files name it (``x_label`` "timesteps" or "episodes", a ``y_label``)
+    :return: the axis' label on a figure, as the other plots write it: "Env steps", "Episodes", capitalised
+    """
+    return STEPS_AXIS_LABEL if label == "timesteps" else label[:1].upper() + label[1:]
+
+
 def plotCurves(path: str, curves: Sequence[tuple[str, object, object]], title: str, x_label: str,
                y_label: str = TRAINING_Y_LABEL, order: Sequence[str] | None = None) -> None:
     """
@@ -85,8 +94,8 @@ def plotCurves(path: str, curves: Sequence[tuple[str, object, object]], title: s
     :param path: the PNG file
     :param curves: (label, x, y) per method, y of shape (runs, points)
     :param title: the figure's title
-    :param x_label: the x axis label
-    :param y_label: the y axis label
+    :param x_label: the x axis, as the .npz files name it ("timesteps", "episodes"; drawn as :func:`axisLabel` says)
+    :param y_label: the y axis, as the .npz files name it (drawn capitalised)
     :param order: every method of the figures drawn together, in the order that gives each its colour (a method keeps
         its colour in a figure that lacks some of the others); None: each curve its own colour, in the curves' order
         (labels may repeat: compare_plots' inputs)
@@ -105,8 +114,8 @@ def plotCurves(path: str, curves: Sequence[tuple[str, object, object]], title: s
         if y.shape[0] >= 2:
             axes.fill_between(x, low, high, color=color, alpha=0.2, linewidth=0)
     _limitToRuns(axes, [y for _, _, y in curves])
-    axes.set_xlabel(x_label)
-    axes.set_ylabel(y_label)
+    axes.set_xlabel(axisLabel(x_label))
+    axes.set_ylabel(axisLabel(y_label))
     axes.set_title(title)
     axes.grid(True, alpha=0.3)
     # beside the axes: a legend inside would hide the curves or their bands wherever it went; its labels wrap

@@ -64,6 +64,7 @@ from srl_toolbox.cli import (
     HeldWarnings,
     UsageError,
     checkOutputFiles,
+    checkWritableFolder,
     finiteFloat,
     nonEmptyText,
     positiveInt,
@@ -417,7 +418,9 @@ def checkedInputs(argv: Sequence[str] | None = None, write: bool = True
         return args, runs, None, None
     output_dir = args.output_dir or args.log_dir
     csv_path, md_path = os.path.join(output_dir, "results.csv"), os.path.join(output_dir, "results.md")
-    checkOutputFiles((csv_path, md_path), "--output-dir" if args.output_dir else "--log-dir")
+    flag = "--output-dir" if args.output_dir else "--log-dir"
+    checkWritableFolder(output_dir, flag)  # (a file given as the folder: named as given, not as results.csv in it)
+    checkOutputFiles((csv_path, md_path), flag)
     return args, runs, csv_path, md_path
 
 

@@ -57,7 +57,14 @@ from srl_toolbox.cli import (
     visdomEnvName,
 )
 from srl_toolbox.files import atomicPath, readJson
-from srl_toolbox.plots import describe, movingAverage, quietVisdom, smoothedLabel, visdomClientClass
+from srl_toolbox.plots import (
+    STEPS_AXIS_LABEL,
+    describe,
+    movingAverage,
+    quietVisdom,
+    smoothedLabel,
+    visdomClientClass,
+)
 
 PNG_NAME = "learning_curves.png"
 # An --output-dir that ends so (and is no folder yet) is a file name given for the folder the PNGs go in
@@ -186,7 +193,7 @@ def plotRun(episodes: dict[str, np.ndarray], window: int, path: str, title: str 
     figure = Figure(figsize=(12, 4.5), dpi=100)
     FigureCanvasAgg(figure)
     axes_pair = figure.subplots(1, 2, sharey=True)
-    for axes, x, label in ((axes_pair[0], episodes["timesteps"], "Env steps"),
+    for axes, x, label in ((axes_pair[0], episodes["timesteps"], STEPS_AXIS_LABEL),
                            (axes_pair[1], episodes["times"] / scale, f"Wall time ({unit})")):
         if rewards.size:
             marker = "o" if rewards.size == 1 else None
@@ -261,7 +268,7 @@ class VisdomRunPlots:
                 if self._viz is None:
                     self._viz = visdomClientClass()(server="http://127.0.0.1", port=self.port, env=self.env_name,
                                                      use_incoming_socket=False, raise_exceptions=True)
-                panels = (("steps", episodes["timesteps"], "Env steps"),
+                panels = (("steps", episodes["timesteps"], STEPS_AXIS_LABEL),
                           ("time", episodes["times"] / scale, f"Wall time ({unit})"))
                 for suffix, x, label in panels if rewards.size else ():  # (no episode: the evaluations alone)
                     x = np.asarray(x, dtype=np.float64)
@@ -273,7 +280,7 @@ class VisdomRunPlots:
                     self._viz.line(Y=evaluations["results"].mean(axis=1),
                                    X=np.asarray(evaluations["timesteps"], dtype=np.float64),
                                    win=f"{safe_id}_evaluation", env=self.env_name,
-                                   opts=dict(title=f"{title} [evaluation]", xlabel="Env steps", showlegend=True,
+                                   opts=dict(title=f"{title} [evaluation]", xlabel=STEPS_AXIS_LABEL, showlegend=True,
                                              ylabel="Mean evaluation reward", legend=["evaluation mean"],
                                              markers=True))
         except Exception as error:  # never let the PNGs fail because of the server

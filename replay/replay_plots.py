@@ -230,6 +230,8 @@ class ReplayVisdom(VisdomPlotter):
     :param announce: print ``Live plots: <page_url>`` (the environment's own page) once the server drew the windows
     """
 
+    DRAWS_FOR = "replay"  # (its warning: "live plots are off for the rest of this replay")
+
     def __init__(self, port: int, env_name: str, title: str = "", announce: bool = False) -> None:
         super().__init__(port=port, env_name=env_name, title=title, max_points=MAX_LIVE_POINTS, announce=announce)
         safe_name = re.sub(r"[^A-Za-z0-9_-]", "_", env_name)
@@ -420,11 +422,12 @@ def actionProbaFigure(trace: ReplayTrace, title: str = "") -> Any:
     columns = min(len(axes_list[0].get_legend_handles_labels()[1]), 6)
     axes_list[0].legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=columns, fontsize="small",
                         frameon=False)
+    starts = _episodeStarts(trace)[:200]  # more lines would only blacken the plot
     for axes in axes_list:
-        for start in _episodeStarts(trace)[:200]:  # more lines would only blacken the plot
+        for start in starts:
             axes.axvline(start, color="black", linestyle="--", linewidth=0.6, alpha=0.5)
         axes.grid(True, alpha=0.3)
-    axes_list[-1].set_xlabel("Step (first env; dashed: new episode)")
+    axes_list[-1].set_xlabel("Step (first env; dashed: new episode)" if len(starts) else "Step (first env)")
     _setTitle(figure, title, what)
     figure.tight_layout()
     return figure

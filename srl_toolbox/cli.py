@@ -607,8 +607,11 @@ def portNumber(raw: str) -> int:
     :param raw: the command-line string
     :return: the port
     """
-    value = positiveInt(raw)
-    if value > 65535:
+    try:
+        value = positiveInt(raw)
+    except argparse.ArgumentTypeError:  # (0, -1, "abc": the same refusal, naming the ports)
+        value = 0
+    if not 1 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"{raw!r} is not a port number (1..65535)")
     return value
 

@@ -8,14 +8,14 @@ Each plotter draws into the visdom environment ``env_name`` (one per run, so run
 plotter made with ``own_env=True``, a new run's, draws into ``<env_name>_2``, ``_3``, ... instead when the server
 already holds windows in ``env_name``, another run's of the same name):
 
-- window ``<env_name>_reward``: episode reward against timesteps, raw and smoothed (moving average over
+- window ``<env_name>_reward``: episode reward against env steps, raw and smoothed (moving average over
   ``episode_window`` episodes);
 - window ``<env_name>_episodes``: the smoothed reward against the episode number, counted from 1 (the first episode
   is episode 1, as the PNG legends' "fewer before episode N" counts);
 - window ``<env_name>_evaluation`` (runs trained with ``--eval-freq``): the mean reward of each deterministic
-  evaluation against timesteps, with mean - std and mean + std (:meth:`VisdomPlotter.updateEvaluation`).
+  evaluation against env steps, with mean - std and mean + std (:meth:`VisdomPlotter.updateEvaluation`).
 - window ``<env_name>_scalars_<group>`` for scalars logged during the run (rl_baselines.runs.run_logging): one trace per
-  tag of the group (the tag's part before ``/``) against timesteps.
+  tag of the group (the tag's part before ``/``) against env steps.
 
 (In window ids every character of ``env_name`` other than letters, digits, ``-`` and ``_`` becomes ``_``.)
 
@@ -49,6 +49,9 @@ CONNECT_READ_TIMEOUT_S = 2.0
 UPDATE_READ_TIMEOUT_S = 5.0
 
 _CLIENT_CLASS: Any = None
+
+# The x axis of every curve against the run's step count (all envs together), in PNGs and in visdom alike
+STEPS_AXIS_LABEL = "Env steps"
 
 # Names a new run's plotter tries for an environment of its own (own_env): env_name, then env_name_2, ...
 OWN_ENV_ATTEMPTS = 100
@@ -376,7 +379,7 @@ class VisdomPlotter:
                     X=np.column_stack((x, x)),
                     win=self.windows["reward"],
                     env=self.env_name,
-                    opts=dict(title=self.title, xlabel="Timesteps", ylabel="Episode reward",
+                    opts=dict(title=self.title, xlabel=STEPS_AXIS_LABEL, ylabel="Episode reward",
                               legend=[self._label("raw"), self._label("smoothed")], showlegend=True),
                 )
                 self._viz.line(
@@ -419,8 +422,8 @@ class VisdomPlotter:
                         steps, values = np.concatenate([earlier_steps, steps]), np.concatenate([earlier_values, values])
                         update = "replace"  # this trace only (named): the window's other traces are kept
                     self._viz.line(Y=values, X=steps, win=window, env=self.env_name, name=tag, update=update,
-                                   opts=None if exists else dict(title=f"{self.title} [{group}]", xlabel="Timesteps",
-                                                                 showlegend=True))
+                                   opts=None if exists else dict(title=f"{self.title} [{group}]",
+                                                                 xlabel=STEPS_AXIS_LABEL, showlegend=True))
                     self._scalar_windows.add(window)
                     self._scalar_traces.add(tag)
         except Exception as exc:
@@ -461,7 +464,7 @@ class VisdomPlotter:
                     X=np.column_stack((timesteps, timesteps, timesteps)),
                     win=self.windows["evaluation"],
                     env=self.env_name,
-                    opts=dict(title=f"{self.title} [Evaluation]", xlabel="Timesteps",
+                    opts=dict(title=f"{self.title} [Evaluation]", xlabel=STEPS_AXIS_LABEL,
                               ylabel="Mean evaluation reward (deterministic)", markers=True, showlegend=True,
                               legend=[self._label("evaluation mean"), "mean - std", "mean + std"]),
                 )
@@ -494,14 +497,15 @@ def saveLearningCurve(timesteps: ArrayLike, rewards: ArrayLike, episode_window: 
     axes = figure.add_subplot(1, 1, 1)
     if rewards.size > 0:
         marker = "o" if rewards.size == 1 else None  # a line through one point draws nothing: the episode is marked
-        axes.plot(timesteps, rewards, color="tab:blue", alpha=0.3, linewidth=1, marker=marker, label="raw")
+        axes.plot(timesteps, rewards, color="tab:blue", alpha=0.3, linewidth=1, marker=marker,
+                  label="episode reward")
         axes.plot(timesteps, movingAverage(rewards, episode_window), color="tab:blue", linewidth=2, marker=marker,
                   label=smoothedLabel(rewards.size, int(episode_window)))
         # below the axes, as replay.plots puts it: inside ("best") it hid the raw curve's dips
         figure.legend(loc="lower center", ncol=2, frameon=False, fontsize="small")
     else:
         axes.text(0.5, 0.5, "no finished episode", ha="center", va="center", transform=axes.transAxes)
-    axes.set_xlabel("Timesteps")
+    axes.set_xlabel(STEPS_AXIS_LABEL)
     axes.set_ylabel("Episode reward")
     if title:
         axes.set_title(title)

@@ -181,6 +181,15 @@ def test_figure_titles_fit_the_figure():
             assert axes.get_tightbbox(renderer).y1 <= box.y0 + 1, name
 
 
+def test_the_step_axis_mentions_dashed_lines_only_when_it_draws_some():
+    """The action figure's x axis said "dashed: new episode" on a replay of one episode, which draws no dashed line."""
+    one_episode = _syntheticTrace(2)
+    one_episode.episodes[:] = [0] * len(one_episode.episodes)
+    assert replay_plots.actionProbaFigure(one_episode).axes[-1].get_xlabel() == "Step (first env)"
+    assert (replay_plots.actionProbaFigure(_syntheticTrace(2)).axes[-1].get_xlabel()
+            == "Step (first env; dashed: new episode)")
+
+
 def test_axes_carry_the_ground_truth_unit():
     """The trajectory's axes were labelled bare x, y, z although the robots' ground truth is in metres."""
     labels = {}
@@ -454,7 +463,8 @@ def test_unreachable_visdom_costs_one_warning(tmp_path, trainedRun):
     with pytest.warns(UserWarning) as record:
         assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "120", "--plotting", "--port",
                                      str(port), "--output-dir", str(tmp_path)]) == 0
-    assert len([w for w in record if str(port) in str(w.message)]) == 1
+    (warning,) = [str(w.message) for w in record if str(port) in str(w.message)]
+    assert "live plots are off for the rest of this replay." in warning  # (it said "this run", as training's)
     assert sorted(os.listdir(tmp_path)) == ["action_proba.png", "trajectory.png"]
 
 

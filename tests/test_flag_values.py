@@ -6,7 +6,7 @@ import pytest
 from conftest import runModule
 
 from rl_baselines.sweeps.pipeline import buildParser
-from srl_toolbox.cli import CLIParser, UsageError
+from srl_toolbox.cli import CLIParser, UsageError, portNumber
 
 
 def test_a_flag_without_its_value_names_its_choices() -> None:
@@ -75,3 +75,13 @@ def test_the_command_says_it_in_one_line_with_exit_code_2(tmp_path) -> None:
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr == "error: argument --executor: expected one argument (choose from 'local', 'ray')\n"
     assert not (tmp_path / "logs").exists()
+
+
+@pytest.mark.parametrize("raw", ["0", "-1", "abc", "70000"])
+def test_a_port_out_of_range_names_the_ports(raw) -> None:
+    """``--port 0`` (and -1, a word) said only "must be a positive integer", where 70000 named the ports 1..65535."""
+    parser = CLIParser(prog="x")
+    parser.add_argument("--port", type=portNumber)
+    with pytest.raises(UsageError) as refusal:
+        parser.parse_args(["--port", raw])
+    assert str(refusal.value) == f"argument --port: {raw!r} is not a port number (1..65535)"

@@ -15,12 +15,12 @@ import pytest
 from conftest import runModule
 from matplotlib.figure import Figure
 
-from replay import compare_plots, plots
+from replay import aggregate_plots, compare_plots, plots
 from replay.results import loadCurves, saveCurves
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs import train_loop
 from rl_baselines.runs.monitor_files import loadEpisodes
-from srl_toolbox.plots import movingAverage
+from srl_toolbox.plots import movingAverage, saveLearningCurve
 
 ENV = "MobileRobotGymEnv-v0"
 LENGTH = 250
@@ -171,7 +171,7 @@ def test_the_smoothing_window_is_recorded_shown_and_checked(tmp_path, monkeypatc
     np.savez(old, x=np.arange(1.0, 6.0), y=np.zeros((2, 5)), x_label=np.array("episodes"))
     assert loadCurves(old)["episode_window"] is None
     assert compare_plots.main(["-i", first, old, "-o", str(tmp_path / "c.png")]) == 0
-    assert drawn[-1].axes[0].get_ylabel() == "episode reward (moving average)"
+    assert drawn[-1].axes[0].get_ylabel() == "Episode reward (moving average)"
     # one on timesteps (its episodes at the summed lengths of all envs) beside newer files: a warning
     older = str(tmp_path / "older.npz")
     np.savez(older, x=np.arange(1.0, 6.0), y=np.zeros((2, 5)), x_label=np.array("timesteps"))
@@ -188,7 +188,7 @@ def test_the_smoothing_window_is_recorded_shown_and_checked(tmp_path, monkeypatc
     assert result.returncode == 0 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith(f"warning: {older}: written by an older aggregate_plots"), result.stderr
     assert compare_plots.main(["-i", first, first, "-o", str(tmp_path / "d.png")]) == 0
-    assert drawn[-1].axes[0].get_ylabel() == "episode reward (moving average over 2 episodes, fewer at the start)"
+    assert drawn[-1].axes[0].get_ylabel() == "Episode reward (moving average over 2 episodes, fewer at the start)"
     # evaluation curves have no window
     saveCurves(str(tmp_path / "e.npz"), np.arange(3.0), np.ones((1, 3)), "x", ENV, "timesteps", ["r"],
                "mean evaluation reward")
@@ -456,3 +456,30 @@ def test_a_budget_row_of_no_run_says_no_steps_to_threshold(tmp_path):
     row = next(line for line in open(tmp_path / "out" / "results.md") if "no run trained to 5,000 steps" in line)
     assert re.sub(" {2,}", " ", row).endswith("| no run trained to 5,000 steps | n/a | n/a | n/a |\n"), row
     assert "(0/0)" not in open(tmp_path / "out" / "results.md").read()
+
+
+def test_every_steps_axis_says_env_steps(tmp_path, monkeypatch):
+    """train's learning_curve.png and aggregate_plots' and compare_plots' figures named the x axis "Timesteps" or
+    "timesteps" where replay.plots names it "Env steps", and their y axes were lowercase where replay.plots'
+    "Episode reward" is not; the .npz files keep their keys and values ("timesteps", "episodes")."""
+    drawn = []
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: drawn.append(figure))
+    for seed in (0, 1):
+        _fakeRun(tmp_path / "logs" / str(seed), [[1.0, 2.0, 3.0, 4.0]], seed=seed, evaluations={500: 1.0, 1000: 2.0})
+    prefix = tmp_path / "out" / "a"
+    for extra in (["--timesteps"], []):
+        assert aggregate_plots.main(["-i", str(tmp_path / "logs"), "-o", str(prefix), *extra]) == 0
+    labels = {(figure.axes[0].get_xlabel(), figure.axes[0].get_ylabel()) for figure in drawn}
+    assert labels == {("Env steps", "Episode reward (moving average over 40 episodes, fewer at the start)"),
+                      ("Env steps", "Mean evaluation reward"),
+                      ("Episodes", "Episode reward (moving average over 40 episodes, fewer at the start)")}, labels
+    npz = f"{prefix}_{ENV}_ppo2_ground_truth.npz"
+    assert loadCurves(npz)["x_label"] == "episodes" and loadCurves(f"{prefix}_{ENV}_ppo2_ground_truth_evaluation.npz")[
+        "x_label"] == "timesteps"
+    assert compare_plots.main(["-i", f"{prefix}_{ENV}_ppo2_ground_truth_evaluation.npz", "-o",
+                               str(tmp_path / "c.png")]) == 0
+    assert drawn[-1].axes[0].get_xlabel() == "Env steps"
+    saveLearningCurve([250, 500], [1.0, 2.0], 40, str(tmp_path / "learning_curve.png"))
+    plots.main(["-i", str(tmp_path / "logs" / "0"), "--output-dir", str(tmp_path / "plots")])
+    assert drawn[-2].axes[0].get_xlabel() == drawn[-1].axes[0].get_xlabel() == "Env steps"
+    assert [text.get_text() for text in drawn[-2].legends[0].get_texts()][0] == "episode reward"

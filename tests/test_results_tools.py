@@ -387,6 +387,9 @@ def test_an_output_path_that_is_a_folder_is_refused_before_any_work(tmp_path):
     _assertUsage(runModule("replay.gather_results", "--log-dir", tmp_path / "logs", "--output-dir",
                            tmp_path / "out"), "results.md' is a folder, not a file")
     assert os.listdir(tmp_path / "out") == ["results.md"]
+    (tmp_path / "afile").write_text("")  # a file given as the folder: named as given, not as results.csv in it
+    _assertUsage(runModule("replay.gather_results", "--log-dir", tmp_path / "logs", "--output-dir",
+                           tmp_path / "afile"), f"--output-dir {str(tmp_path / 'afile')!r}: ")
     (tmp_path / "agg" / f"a_{ENV}.png").mkdir(parents=True)
     _assertUsage(runModule("replay.aggregate_plots", "-i", tmp_path / "logs", "-o", tmp_path / "agg" / "a"),
                  f"a_{ENV}.png' is a folder, not a file")

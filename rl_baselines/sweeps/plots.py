@@ -20,7 +20,7 @@ from rl_baselines.sweeps.run_attempts import runAttempts
 from rl_baselines.sweeps.sweep import RunSpec
 
 # The single-run plotter's helpers, reused so that both plotters smooth, subsample and report alike.
-from srl_toolbox.plots import VisdomPlotter, describe, movingAverage, quietVisdom, subsample
+from srl_toolbox.plots import STEPS_AXIS_LABEL, VisdomPlotter, describe, movingAverage, quietVisdom, subsample
 
 
 class SweepPlotter(VisdomPlotter):
@@ -76,7 +76,7 @@ class SweepPlotter(VisdomPlotter):
                     self._viz.line(Y=y, X=x, win=win, env=self.env_name, update="replace", name=name)
                 else:  # a new window replaces any left by an earlier sweep
                     self._viz.line(Y=y, X=x, win=win, env=self.env_name,
-                                   opts=dict(title=f"{env} {srl_model}", xlabel="Timesteps",
+                                   opts=dict(title=f"{env} {srl_model}", xlabel=STEPS_AXIS_LABEL,
                                              ylabel=f"Mean reward ({self.episode_window} episodes)", legend=[name],
                                              showlegend=True))
                     self._made.add(win)
