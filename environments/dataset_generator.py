@@ -67,6 +67,7 @@ import numpy as np
 from environments import (
     envFlagRefusal,
     envOffers,
+    envsWhere,
     getEnvClass,
     groundTruthRefusal,
     registered_env,
@@ -193,7 +194,9 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
                                   "random_target": bool(config.random_target) and envOffers(config.env, "random_target"),
                                   "shape_reward": bool(config.shape_reward) and envOffers(config.env, "shape_reward"),
                                   "img_shape": [channels, height, width]}
-    refusal = envFlagRefusal(config.env, random_target=config.random_target, shape_reward=config.shape_reward)
+    # (a second camera the env lacks is refused naming the envs that have one, as train does)
+    refusal = envFlagRefusal(config.env, fpv=config.fpv, multi_view=config.multi_view,
+                             random_target=config.random_target, shape_reward=config.shape_reward)
     if refusal is not None:
         raise UsageError(refusal)
     if config.action_joints:
@@ -202,16 +205,15 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
         env_kwargs["max_steps"] = config.max_steps
     keywords = env_class.getGlobals()["defaults"]  # every constructor keyword along the env's class hierarchy
     if config.max_distance is not None and "max_distance" not in keywords:
-        raise UsageError(f"--max-distance: {config.env} has no max_distance (Kuka envs do)")
+        having = envsWhere(lambda env_class: env_class.acceptsKeyword("max_distance"))
+        raise UsageError(f"--max-distance: {config.env} has no max_distance; envs with --max-distance: "
+                         f"{', '.join(having) or 'none'}")
     if "max_distance" in keywords:
         env_kwargs["max_distance"] = DEFAULT_MAX_DISTANCE if config.max_distance is None else config.max_distance
     if "force_down" in keywords and not config.action_joints:  # (joint moves have no up to forbid)
         env_kwargs["force_down"] = True  # random actions, as the old generator: the arm never moves up, presses more
-    for flag, keyword, example, given in (("--multi-view", "multi_view", "Kuka envs", config.multi_view),
-                                          ("--fpv", "fpv", "mobile robot envs", config.fpv)):
-        if given:
-            if keyword not in keywords:
-                raise UsageError(f"{flag}: {config.env} has no {keyword} camera ({example} do)")
+    for keyword, given in (("multi_view", config.multi_view), ("fpv", config.fpv)):
+        if given:  # (envFlagRefusal above refused an env without the camera)
             env_kwargs[keyword] = True
 
     policy, run, run_env_kwargs = config.policy, None, {}

@@ -185,6 +185,19 @@ def discreteActionIndex(action: Any, n: int) -> int:
     return index
 
 
+def _isWholeNumber(value: Any) -> bool:
+    """:return: whether ``value`` is an integer (Python's, numpy's) or an integer-valued float, not a bool or a
+    string (the size keywords: ``max_steps``, ``render_size``, ``img_shape``'s entries)"""
+    return (isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+            and bool(np.isfinite(value)) and float(value).is_integer())
+
+
+def _isImageShape(value: Any) -> bool:
+    """:return: whether ``value`` is a sequence (3, height, width) of whole numbers, the sizes positive"""
+    return (isinstance(value, (tuple, list, np.ndarray)) and len(value) == 3
+            and all(_isWholeNumber(v) for v in value) and value[0] == 3 and min(value[1:]) >= 1)
+
+
 class SRLGymEnv(gym.Env, EzPickle):
     """
     Base class of robot envs with selectable observation modes.
@@ -349,8 +362,9 @@ class SRLGymEnv(gym.Env, EzPickle):
                 raise ValueError(f"{type(self).__name__} has no {keyword}: leave it False")
         if goal_conditioned:
             self._checkGoalMode(srl_model)
-        if int(render_size) <= 0:
-            raise ValueError(f"render_size must be positive, got {render_size}")
+        if not _isWholeNumber(render_size) or render_size < 1:
+            raise ValueError(f"render_size must be a positive integer (the side of render()'s square image), got "
+                             f"{render_size!r}")
         self.renderer = renderer
         self.srl_model = srl_model
         self.relative_pos = bool(relative_pos)
@@ -359,10 +373,10 @@ class SRLGymEnv(gym.Env, EzPickle):
         self.random_target = bool(random_target)
         self.shape_reward = bool(shape_reward)
         self.renders = renders
+        if img_shape is not None and not _isImageShape(img_shape):
+            raise ValueError(f"img_shape must be (3, height, width) with positive integer sizes, got {img_shape!r}")
         self.img_shape = tuple(int(v) for v in img_shape) if img_shape is not None else DEFAULT_IMG_SHAPE
-        if len(self.img_shape) != 3 or self.img_shape[0] != 3 or min(self.img_shape[1:]) < 1:
-            raise ValueError(f"img_shape must be (3, height, width) with positive sizes, got {img_shape}")
-        if max_steps is not None and (isinstance(max_steps, bool) or not float(max_steps).is_integer() or max_steps < 1):
+        if max_steps is not None and (not _isWholeNumber(max_steps) or max_steps < 1):
             raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
         self.max_steps = int(max_steps) if max_steps is not None else self.MAX_STEPS
         self.render_mode = render_mode

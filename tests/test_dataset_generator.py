@@ -321,17 +321,19 @@ def test_a_ctrl_c_while_the_workers_are_forked_stops_the_recording(tmp_path, cap
     (["--img-shape", "4", "64", "64"], ["--img-shape 4 64 64"]),
     (["--num-episode", "2", "--num-cpu", "3"], ["--num-cpu 3", "--num-episode 2"]),
     (["--num-episode", "0"], ["--num-episode", "'0'"]),
-    (["--max-distance", "0.5"], ["--max-distance", "MobileRobotGymEnv-v0"]),
+    (["--max-distance", "0.5"], ["--max-distance", "MobileRobotGymEnv-v0", "envs with --max-distance:",
+                                 "KukaButtonGymEnv-v0"]),
     (["--env", "KukaButtonGymEnv-v0", "--max-distance", "nan"], ["argument --max-distance: 'nan' must be a positive"]),
     (["--env", "KukaButtonGymEnv-v0", "--max-distance", "inf"], ["argument --max-distance: 'inf' must be a positive"]),
     (["--env", "KukaButtonGymEnv-v0", "--max-distance", "-1"], ["argument --max-distance: '-1' must be a positive"]),
-    (["--multi-view"], ["--multi-view", "MobileRobotGymEnv-v0"]),
+    (["--multi-view"], ["--multi-view", "MobileRobotGymEnv-v0", "envs with --multi-view:", "KukaButtonGymEnv-v0"]),
+    (["--env", "OmnirobotEnv-v0", "--fpv"], ["--fpv", "OmnirobotEnv-v0", "envs with --fpv:", "MobileRobotGymEnv-v0"]),
     (["--force", "--resume"], ["--force", "--resume"]),
     (["--image-format", "gif"], ["'gif'", "jpg", "png"]),
     (["--policy", "{tmp}"], ["--policy", "no args.json"]),
 ], ids=["unknown-env", "joints-on-mobile-robot", "img-too-small", "img-too-large", "img-four-channels",
         "cpu-over-episodes", "zero-episodes", "max-distance-unsupported", "max-distance-nan",
-        "max-distance-inf", "max-distance-negative", "multi-view-unsupported", "force-and-resume",
+        "max-distance-inf", "max-distance-negative", "multi-view-unsupported", "fpv-unsupported", "force-and-resume",
         "bad-image-format", "policy-not-a-run"])
 def test_bad_input(tmp_path, arguments, words):
     arguments = [arg.format(tmp=tmp_path) for arg in arguments]

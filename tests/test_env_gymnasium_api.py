@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -178,5 +179,32 @@ def test_a_switch_keyword_that_is_no_bool_is_refused_in_one_line(keyword: str) -
     env = gym.make("MobileRobotGymEnv-v0", srl_model="ground_truth", is_discrete=np.False_)
     try:
         assert env.unwrapped.is_discrete is False and isinstance(env.action_space, gym.spaces.Box)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize(("keyword", "value", "message"), [
+    ("render_size", (96, 96), r"render_size must be a positive integer \(the side of render\(\)'s square image\), "
+                              r"got \(96, 96\)"),
+    ("render_size", 64.5, r"render_size must be a positive integer .*, got 64\.5"),
+    ("render_size", "96", r"render_size must be a positive integer .*, got '96'"),
+    ("max_steps", "10", r"max_steps must be a positive integer, got '10'"),
+    ("img_shape", (3, 32.5, 32), r"img_shape must be \(3, height, width\) with positive integer sizes, got "
+                                 r"\(3, 32\.5, 32\)"),
+    ("img_shape", "3 32 32", r"img_shape must be .*, got '3 32 32'"),
+    ("img_shape", 32, r"img_shape must be .*, got 32"),
+])
+def test_a_size_keyword_that_is_no_whole_number_is_refused_in_one_line(keyword: str, value: Any,
+                                                                       message: str) -> None:
+    """A tuple render_size failed in int() (a TypeError gymnasium wrapped with its kwargs), a fractional size was
+    rounded down silently, and a text max_steps failed comparing a str with an int."""
+    with pytest.raises(ValueError, match=rf"^{message}$"):
+        gym.make("OmnirobotEnv-v0", srl_model="raw_pixels", render_mode="rgb_array", **{keyword: value})
+    env = gym.make("OmnirobotEnv-v0", srl_model="raw_pixels", render_mode="rgb_array", render_size=np.int64(40),
+                   img_shape=[3, 24.0, np.int32(24)], max_steps=5.0)
+    try:
+        env.reset(seed=0)
+        assert env.render().shape == (40, 40, 3) and env.observation_space.shape == (24, 24, 3)
+        assert env.unwrapped.max_steps == 5
     finally:
         env.close()

@@ -155,6 +155,23 @@ def test_sprites_on_disk_give_the_same_images(tmp_path, monkeypatch) -> None:
     assert os.path.getsize(files[0]) > 100
 
 
+def test_a_sprite_folder_that_cannot_be_written_is_one_warning(tmp_path, monkeypatch) -> None:
+    """Both groups of sprites (the robot's, the target's) fail to save into a folder under a file: one warning names
+    the folder, and the images are those of a run without a disk cache."""
+    monkeypatch.setenv(SPRITE_CACHE_ENV, "")
+    reference = _spriteEpisode()
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.setenv(SPRITE_CACHE_ENV, str(blocker))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        observations = _spriteEpisode()
+    warned = [str(warning.message) for warning in caught if "sprite cache" in str(warning.message)]
+    assert len(warned) == 1 and warned[0].startswith(f"sprite cache {blocker / 'sprites'} not written"), warned
+    for ours, theirs in zip(reference, observations, strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+
+
 @pytest.mark.parametrize("num_cpu", [1, 2])
 def test_generator_workers_write_the_sprite_cache_and_warn_once_per_damaged_file(tmp_path, num_cpu: int) -> None:
     """The generator's worker processes save the sprites they render when the recording ends (their envs are closed,

@@ -19,7 +19,8 @@ The folder is ``$SRL_TOOLBOX_CACHE`` when set (empty: no cache on disk), else ``
 - a file that cannot be read or does not hold this format is ignored with one warning (a :class:`SpriteCacheWarning`,
   which worker processes that mute their other warnings let through), by the one process that finds it so under the
   lock and removes it: the others find no file; its sprites are rendered again and written by the next save;
-- a folder that cannot be written costs one warning, never the run: the sprites stay in memory.
+- a folder that cannot be written costs one warning per process, never the run (not one per group of sprites: the
+  other groups then keep theirs in memory without trying it again).
 """
 from __future__ import annotations
 
@@ -47,6 +48,8 @@ _DAMAGED_FILE_ERRORS = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipF
 SpriteKey = tuple[int, int, int, int]
 # (top, left, rgb uint8 (h, w, 3), depth float32 (h, w), mask bool (h, w), anchor (row, column)), None: not in view
 SpriteArrays = tuple[int, int, np.ndarray, np.ndarray, np.ndarray, tuple[float, float]] | None
+# The sprite folders this process failed to write into (warned about once): later saves there are not tried.
+_unwritable_folders: set[str] = set()
 
 
 class SpriteCacheWarning(UserWarning):
@@ -180,6 +183,10 @@ class SpriteCache:
         """Add this process's new sprites to the file (merged under its lock, replaced atomically)."""
         if self._path is None or not self._new:
             return
+        folder = os.path.dirname(self._path)
+        if folder in _unwritable_folders:  # (warned about already: the sprites stay in memory)
+            self._path, self._new = None, {}
+            return
         try:
             lock = acquireLock(lockPathFor(self._path))
             try:
@@ -189,7 +196,8 @@ class SpriteCache:
             finally:
                 lock.release()
         except OSError as error:
-            warnings.warn(f"sprite cache {self._path} not written ({error}); the sprites stay in memory",
+            _unwritable_folders.add(folder)
+            warnings.warn(f"sprite cache {folder} not written ({error}); the sprites stay in memory",
                           SpriteCacheWarning, stacklevel=2)
             self._path = None
         self._new = {}
