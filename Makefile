@@ -18,12 +18,16 @@ VISDOM_PORT ?= 8097
 # They serve only the live plots: without a registry, a warning with the command that retries, and install goes
 # on; later calls repeat the warning without trying again (--optional).
 install: $(VENV)/.installed
-	$(PY) -m replay.visdom_static --optional
+	$(INSTALL_LOCK) $(PY) -m replay.visdom_static --optional
 
+# Two makes in a fresh clone (`make visdom` in another terminal, then `make demo`) would build the same venv at once:
+# each install step holds a lock (flock, where it exists), so the second make waits for the first, then finds the
+# venv made and pip with nothing left to do.
+INSTALL_LOCK := $(shell command -v flock >/dev/null 2>&1 && echo flock $(CURDIR)/.venv.lock)
 $(VENV)/.installed: setup.py build-constraints.txt plugins/srl-toolbox-cem/pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade "pip>=25"
-	$(PY) -m pip install --quiet "torch==2.13.0" -e ".[test]" -e ./plugins/srl-toolbox-cem
+	$(INSTALL_LOCK) sh -c 'test -x $(PY) || $(PYTHON) -m venv $(VENV)'
+	$(INSTALL_LOCK) $(PY) -m pip install --quiet --upgrade "pip>=25"
+	$(INSTALL_LOCK) $(PY) -m pip install --quiet "torch==2.13.0" -e ".[test]" -e ./plugins/srl-toolbox-cem
 	touch $@
 
 # Debian's chromium for the browser test of the visdom page (tests/test_visdom_page.py): installed with apt-get

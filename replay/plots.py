@@ -53,6 +53,7 @@ from srl_toolbox.cli import (
     checkOutputFiles,
     nonEmptyText,
     positiveInt,
+    pythonCommand,
     runCommand,
     visdomEnvName,
 )
@@ -240,7 +241,8 @@ class VisdomRunPlots:
     def _warn(self, error: BaseException) -> None:
         self.enabled = False
         warnings.warn(f"the visdom server on port {self.port} cannot be reached ({describe(error)}); the "
-                      f"PNGs are still written. Start one with `python -m replay.visdom_server --port {self.port}`",
+                      f"PNGs are still written. Start one with `{pythonCommand()} -m replay.visdom_server --port "
+                      f"{self.port}`",
                       UserWarning, stacklevel=3)
 
     def send(self, run_id: str, episodes: dict[str, np.ndarray], window: int, title: str,

@@ -37,6 +37,7 @@ from srl_toolbox.cli import (
     finiteFloat,
     intInRange,
     positiveInt,
+    pythonCommand,
     runCommand,
 )
 from srl_toolbox.plots import describe, quietVisdom, visdomClientClass
@@ -109,7 +110,7 @@ def showInVisdom(images: np.ndarray, grid: int, port: int, title: str, window: s
                           opts={"title": title})
     except Exception as error:  # ConnectionError mostly: the PNG is already written, keep going
         warnings.warn(f"the visdom server at {server}:{port} cannot be reached ({describe(error)}); the grid "
-                      f"is only in the PNG. Start one with `python -m replay.visdom_server --port {port}`",
+                      f"is only in the PNG. Start one with `{pythonCommand()} -m replay.visdom_server --port {port}`",
                       UserWarning, stacklevel=2)
         return False
     return True

@@ -41,6 +41,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from tqdm import tqdm
 
+from srl_toolbox.cli import pythonCommand
 from srl_toolbox.files import atomicPath
 
 # Seconds allowed to open a connection and to wait for each answer of the visdom server
@@ -307,8 +308,8 @@ class VisdomPlotter:
         with tqdm.external_write_mode(file=sys.stderr):  # on its own line above a progress bar, not into it
             warnings.warn(
                 f"The visdom server at {self.address} {what} ({reason}); live plots are off for the rest of this "
-                f"{self.DRAWS_FOR}. For the next runs, start a server with `python -m replay.visdom_server --port "
-                f"{self.port}`, or disable plots with --no-vis.",
+                f"{self.DRAWS_FOR}. For the next runs, start a server with `{pythonCommand()} -m "
+                f"replay.visdom_server --port {self.port}`, or disable plots with --no-vis.",
                 UserWarning,
                 stacklevel=stacklevel,
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 from replay.visdom_server import findFreePort, waitForServer
+from srl_toolbox.cli import pythonCommand
 from srl_toolbox.plots import (
     VisdomPlotter,
     describe,
@@ -201,6 +203,20 @@ def test_unreachable_server_warns_once() -> None:
     assert f"127.0.0.1:{port}" in message
     assert f"python -m replay.visdom_server --port {port}" in message
     assert not plotter.enabled
+
+
+def test_unreachable_server_warning_names_this_interpreter(monkeypatch) -> None:
+    # `make demo` runs .venv/bin/python with no venv activated: a bare `python -m ...` would not find the toolbox
+    monkeypatch.setattr(shutil, "which", lambda name, *args, **kwargs: None)  # no `python` on PATH
+    port = findFreePort()
+    plotter = VisdomPlotter(port=port, env_name="test_unreachable_interpreter")
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        plotter.update(np.array([10]), np.ones(1))
+    message = str(_userWarnings(records)[0].message)
+    interpreter = pythonCommand()
+    assert interpreter != "python"
+    assert f"`{interpreter} -m replay.visdom_server --port {port}`" in message
 
 
 def test_server_killed_midway_warns_once(tmp_path) -> None:
