@@ -30,7 +30,7 @@ from benchmarks.srl_rl import plans
 from benchmarks.srl_rl.analysis import envTable, plotEnv, reportedModels, summariseEnv, verdicts
 from benchmarks.srl_rl.archive import archivedMatches, archiveNote, collectRuns, measuredModels, recordFromArchive, recordRuns
 from benchmarks.srl_rl.compare import comparisonSection, loadComparison
-from benchmarks.srl_rl.overview import overviewSection
+from benchmarks.srl_rl.overview import overviewSection, scoredTasks
 from benchmarks.srl_rl.plans import (
     ANCHOR_NOTE,
     BUDGET_NOTE,
@@ -366,7 +366,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
                                summary_png if image_dir is not None else None)
     if overview:
         print(f"\n{overview}", flush=True)
-        if image_dir is not None:
+        if image_dir is not None and scoredTasks(rows_by_task):  # drawn only over tasks with a reference
             print(f"Figure: {os.path.relpath(summary_png)}")
     facts = {"command": command, "seeds": settings.seeds, "machine": machine, "wall": wall,
              "thresholds": thresholds, "commands": commands, "archived": notes_archive, "continued": notes_continued,
