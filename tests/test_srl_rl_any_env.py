@@ -10,7 +10,7 @@ from conftest import runModule
 from srl_rl_bench import CURVES, writeGrid, writeModel, writeRun
 
 from benchmarks import gt_curves
-from benchmarks.srl_rl import cli, plans, running
+from benchmarks.srl_rl import analysis, cli, plans, running
 from benchmarks.srl_rl import models as bench_models
 from replay import gather_results
 from replay.results import findRuns
@@ -249,3 +249,17 @@ def test_no_summary_figure_is_named_when_no_task_has_a_positive_ground_truth(tmp
     # the env's own figure is drawn and named; the summary over the tasks is neither
     assert (tmp_path / "images" / f"srl_rl_{OTHER}.png").is_file() and f"srl_rl_{OTHER}.png" in out
     assert not (tmp_path / "images" / plans.SUMMARY_IMAGE).exists() and plans.SUMMARY_IMAGE not in out
+
+
+def test_an_evaluation_of_one_episode_is_said_in_the_singular(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    argv = ["--env", OTHER, "--budget", f"{OTHER}=4000", "--eval-freq", "1000", "--eval-episodes", "1",
+            "--observations", "ground_truth", "raw_pixels", "--seeds", "2", "--bench-dir", "bench",
+            "--runs-file", "runs.json", "--doc", "srl.md", "--image-dir", "images"]
+    writeGrid(_settings(*argv), OTHER, CURVES, "2026-11-20T10:00:00", "unused")
+    assert cli.main([*argv, "--report-only", "--no-append"]) == 0
+    assert "4,000 steps per run, an evaluation of 1 episode every 1,000 steps;" in (tmp_path / "srl.md").read_text()
+    monkeypatch.setattr(analysis.Figure, "supylabel", lambda self, text: labels.append(text))
+    labels: list[str] = []
+    assert cli.main([*argv, "--report-only", "--no-append"]) == 0
+    assert labels == ["evaluation reward (deterministic, mean of 1 episode)"]

@@ -213,8 +213,8 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
         threshold = facts["thresholds"].get(plan.env)
         renderer = facts.get("renderers", {}).get(plan.env)
         flags = [*plan.flags, *plan.run_flags, *(["--renderer", renderer] if renderer else [])]
-        budget = (f"{plan.steps:,} steps per run, an evaluation of {plan.eval_episodes} episodes every "
-                  f"{plan.eval_freq:,} steps" + (f" ({' '.join(flags)})" if flags else ""))
+        budget = (f"{plan.steps:,} steps per run, an evaluation of {plans.counted(plan.eval_episodes, 'episode')} "
+                  f"every {plan.eval_freq:,} steps" + (f" ({' '.join(flags)})" if flags else ""))
         threshold_text = (f"threshold {threshold:.2f}" if threshold is not None
                           else "no threshold (ground truth has no positive final reward yet)")
         notes = [note for note in (facts.get("archived", {}).get(plan.env), facts.get("continued", {}).get(plan.env))
