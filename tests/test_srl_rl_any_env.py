@@ -92,6 +92,10 @@ class _NoGroundTruth:
     # argparse keeps the last of a flag given twice: the first env (or budget) would be dropped without a word
     (["--env", plans.MOBILE, "--env", OTHER], "argument --env: given twice; give all its values after one --env"),
     (["--env", OTHER, "--budget", f"{OTHER}=1000", "--budget", f"{plans.MOBILE}=1000"], "argument --budget: given"),
+    # nor one env's budget given twice in one --budget: the first would be dropped
+    (["--env", OTHER, "--budget", f"{OTHER}=4096", f"{OTHER}=8192", "--eval-freq", "1024", "--eval-episodes", "1",
+      "--observations", "ground_truth", "--report-only", "--no-doc", "--no-append"],
+     f"--budget '{OTHER}=8192': {OTHER} is given a budget twice; give each env one ENV=STEPS$"),
 ])
 def test_bad_envs_are_refused_in_one_line_before_anything_is_written(tmp_path, argv, message) -> None:
     bench = tmp_path / "bench"
