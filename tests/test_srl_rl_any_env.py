@@ -7,10 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import runModule
-from srl_rl_bench import CURVES, writeGrid, writeRun
+from srl_rl_bench import CURVES, writeGrid, writeModel, writeRun
 
 from benchmarks import gt_curves
-from benchmarks.srl_rl import cli, plans, running
+from benchmarks.srl_rl import analysis, cli, plans, running
+from benchmarks.srl_rl import models as bench_models
 from replay import gather_results
 from replay.results import findRuns
 from rl_baselines import pipeline
@@ -91,6 +92,10 @@ class _NoGroundTruth:
     # argparse keeps the last of a flag given twice: the first env (or budget) would be dropped without a word
     (["--env", plans.MOBILE, "--env", OTHER], "argument --env: given twice; give all its values after one --env"),
     (["--env", OTHER, "--budget", f"{OTHER}=1000", "--budget", f"{plans.MOBILE}=1000"], "argument --budget: given"),
+    # nor one env's budget given twice in one --budget: the first would be dropped
+    (["--env", OTHER, "--budget", f"{OTHER}=4096", f"{OTHER}=8192", "--eval-freq", "1024", "--eval-episodes", "1",
+      "--observations", "ground_truth", "--report-only", "--no-doc", "--no-append"],
+     f"--budget '{OTHER}=8192': {OTHER} is given a budget twice; give each env one ENV=STEPS$"),
 ])
 def test_bad_envs_are_refused_in_one_line_before_anything_is_written(tmp_path, argv, message) -> None:
     bench = tmp_path / "bench"
@@ -229,3 +234,36 @@ def test_a_task_left_out_of_the_statistics_over_the_tasks_is_named(tmp_path, mon
     out = capsys.readouterr().out
     assert (f"over 1 task(s): {OTHER} (left out, without a positive ground-truth mean final reward: {line})."
             in out)
+
+
+def test_no_summary_figure_is_named_when_no_task_has_a_positive_ground_truth(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    argv = ["--env", OTHER, "--budget", f"{OTHER}=4000", "--eval-freq", "1000", "--eval-episodes", "1",
+            "--observations", "ground_truth", "raw_pixels", "vae", "--seeds", "2", "--bench-dir", "bench",
+            "--runs-file", "runs.json", "--image-dir", "images"]
+    settings = _settings(*argv)
+    model = writeModel(str(tmp_path / "bench" / "srl" / "vae_model"), "vae", 0.42, env=OTHER)
+    (tmp_path / settings.configFile(OTHER)).write_text(f"{OTHER}:\n  vae: srl/vae_model\n")
+    negative = {name: [[-reward for reward in curve] for curve in curves] for name, curves in CURVES.items()}
+    # ground truth ends below 0: no task to score over, but a learned model's metric to correlate
+    writeGrid(settings, OTHER, negative, "2026-11-20T10:00:00", bench_models.modelFacts(model)["hash"])
+    assert cli.main([*argv, "--report-only", "--no-doc", "--no-append"]) == 0
+    out = capsys.readouterr().out
+    assert "### Which metric predicts the agent's success?" in out and "### Over the tasks" not in out
+    # the env's own figure is drawn and named; the summary over the tasks is neither
+    assert (tmp_path / "images" / f"srl_rl_{OTHER}.png").is_file() and f"srl_rl_{OTHER}.png" in out
+    assert not (tmp_path / "images" / plans.SUMMARY_IMAGE).exists() and plans.SUMMARY_IMAGE not in out
+
+
+def test_an_evaluation_of_one_episode_is_said_in_the_singular(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    argv = ["--env", OTHER, "--budget", f"{OTHER}=4000", "--eval-freq", "1000", "--eval-episodes", "1",
+            "--observations", "ground_truth", "raw_pixels", "--seeds", "2", "--bench-dir", "bench",
+            "--runs-file", "runs.json", "--doc", "srl.md", "--image-dir", "images"]
+    writeGrid(_settings(*argv), OTHER, CURVES, "2026-11-20T10:00:00", "unused")
+    assert cli.main([*argv, "--report-only", "--no-append"]) == 0
+    assert "4,000 steps per run, an evaluation of 1 episode every 1,000 steps;" in (tmp_path / "srl.md").read_text()
+    monkeypatch.setattr(analysis.Figure, "supylabel", lambda self, text: labels.append(text))
+    labels: list[str] = []
+    assert cli.main([*argv, "--report-only", "--no-append"]) == 0
+    assert labels == ["evaluation reward (deterministic, mean of 1 episode)"]

@@ -37,6 +37,7 @@ from benchmarks.srl_rl.plans import (
     THRESHOLD_FRACTION,
     VARIANTS,
     EnvPlan,
+    counted,
     isEnvObservation,
     modelName,
 )
@@ -461,7 +462,7 @@ def plotEnv(path: str, plan: EnvPlan, rows: Sequence[ObservationSummary], thresh
                   else f"\n{len(shown)} runs from the archive") + f", finished {dateSpan(shown)}"
     figure.suptitle(title + "\nmean over seeds, band +/- 1 standard error")
     figure.supxlabel("env steps")
-    figure.supylabel(f"evaluation reward (deterministic, mean of {plan.eval_episodes} episodes)")
+    figure.supylabel(f"evaluation reward (deterministic, mean of {counted(plan.eval_episodes, 'episode')})")
     figure.tight_layout()
     with atomicPath(path) as tmp_path:
         figure.savefig(tmp_path, format="png")

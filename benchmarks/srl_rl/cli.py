@@ -63,13 +63,16 @@ def parseBudgets(values: Sequence[str], envs: Sequence[str]) -> dict[str, int]:
     :param values: ``ENV=STEPS`` items of --budget
     :param envs: the valid env ids (the planned ones and the --env ones)
     :return: env -> steps
-    :raises UsageError: malformed item, unknown env or non-positive steps
+    :raises UsageError: malformed item, unknown env, an env given twice (one budget would be dropped) or non-positive
+        steps
     """
     budgets = {}
     for value in values:
         env, _, steps = value.partition("=")
         if env not in envs:
             raise UsageError(f"--budget {value!r}: unknown env {env!r}; valid choices: {', '.join(envs)} (ENV=STEPS)")
+        if env in budgets:
+            raise UsageError(f"--budget {value!r}: {env} is given a budget twice; give each env one ENV=STEPS")
         try:
             budgets[env] = positiveInt(steps)
         except Exception:  # argparse.ArgumentTypeError

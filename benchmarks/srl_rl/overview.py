@@ -52,6 +52,12 @@ def normalisedScores(rows_by_task: dict[str, Sequence[ObservationSummary]]) -> d
     return scores
 
 
+def scoredTasks(rows_by_task: dict[str, Sequence[ObservationSummary]]) -> list[str]:
+    """:return: the envs of ``rows_by_task`` (in its order) whose ground truth has a positive mean final reward: the
+    tasks of the statistics over the tasks and of the summary figure (none: neither is made)"""
+    return [env for env in rows_by_task if env in normalisedScores(rows_by_task).get(GROUND_TRUTH, {})]
+
+
 def aggregateRows(scores: dict[str, dict[str, np.ndarray]], seed: int = 0) -> list[dict[str, Any]]:
     """
     :param scores: :func:`normalisedScores`
@@ -228,7 +234,7 @@ def overviewSection(rows_by_task: dict[str, Sequence[ObservationSummary]],
         reference to divide by; which metric predicts the reward, which needs none)
     """
     scores = normalisedScores(rows_by_task)
-    tasks = [env for env in rows_by_task if env in scores.get(GROUND_TRUTH, {})]
+    tasks = scoredTasks(rows_by_task)
     skipped = [env for env in rows_by_task if env not in tasks]  # no positive ground-truth reward to divide by
     parts = [] if not tasks else _overTheTasks(scores, tasks, image, image_path, seed, skipped)
     correlations = correlationRows(rows_by_task, models_by_task, learned, seed)

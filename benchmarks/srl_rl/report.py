@@ -30,7 +30,7 @@ from benchmarks.srl_rl import plans
 from benchmarks.srl_rl.analysis import envTable, plotEnv, reportedModels, summariseEnv, verdicts
 from benchmarks.srl_rl.archive import archivedMatches, archiveNote, collectRuns, measuredModels, recordFromArchive, recordRuns
 from benchmarks.srl_rl.compare import comparisonSection, loadComparison
-from benchmarks.srl_rl.overview import overviewSection
+from benchmarks.srl_rl.overview import overviewSection, scoredTasks
 from benchmarks.srl_rl.plans import (
     ANCHOR_NOTE,
     BUDGET_NOTE,
@@ -213,8 +213,8 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
         threshold = facts["thresholds"].get(plan.env)
         renderer = facts.get("renderers", {}).get(plan.env)
         flags = [*plan.flags, *plan.run_flags, *(["--renderer", renderer] if renderer else [])]
-        budget = (f"{plan.steps:,} steps per run, an evaluation of {plan.eval_episodes} episodes every "
-                  f"{plan.eval_freq:,} steps" + (f" ({' '.join(flags)})" if flags else ""))
+        budget = (f"{plan.steps:,} steps per run, an evaluation of {plans.counted(plan.eval_episodes, 'episode')} "
+                  f"every {plan.eval_freq:,} steps" + (f" ({' '.join(flags)})" if flags else ""))
         threshold_text = (f"threshold {threshold:.2f}" if threshold is not None
                           else "no threshold (ground truth has no positive final reward yet)")
         notes = [note for note in (facts.get("archived", {}).get(plan.env), facts.get("continued", {}).get(plan.env))
@@ -366,7 +366,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
                                summary_png if image_dir is not None else None)
     if overview:
         print(f"\n{overview}", flush=True)
-        if image_dir is not None:
+        if image_dir is not None and scoredTasks(rows_by_task):  # drawn only over tasks with a reference
             print(f"Figure: {os.path.relpath(summary_png)}")
     facts = {"command": command, "seeds": settings.seeds, "machine": machine, "wall": wall,
              "thresholds": thresholds, "commands": commands, "archived": notes_archive, "continued": notes_continued,
