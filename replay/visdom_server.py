@@ -29,7 +29,7 @@ import urllib.request
 from typing import IO, NoReturn
 
 from replay.visdom_static import missingFiles
-from srl_toolbox.cli import CLIParser, UsageError, nonEmptyText, portNumber
+from srl_toolbox.cli import CLIParser, UsageError, nonEmptyText, portNumber, pythonCommand
 
 DEFAULT_PORT = 8097
 DEFAULT_HOSTNAME = "127.0.0.1"
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> None:
         if missing:
             print(f"note: {len(missing)} of visdom's browser files are not installed ({', '.join(missing[:3])}...), "
                   "so the web page may stay blank; plots are still received and stored. Install them once with "
-                  "`make install` or `python -m replay.visdom_static` (from the npm registry).", flush=True)
+                  f"`make install` or `{pythonCommand()} -m replay.visdom_static` (from the npm registry).", flush=True)
         stop = asyncio.Event()
         try:  # SIGTERM (process.terminate()) stops the server cleanly, like Ctrl-C
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)

@@ -330,7 +330,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if missing:
             more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
             print(f"{len(missing)} of visdom's browser files missing in {folder}: {', '.join(missing[:5])}{more}; "
-                  "install them with python -m replay.visdom_static")
+                  f"install them with {pythonCommand()} -m replay.visdom_static")
             return 1
         print(f"visdom's browser scripts are installed in {folder}")
         return 0

@@ -44,6 +44,7 @@ from srl_models.registry import (
     learnedModels,
     registeredSRL,
 )
+from srl_toolbox.cli import pythonCommand
 from srl_toolbox.files import atomicPath
 from srl_toolbox.locks import acquireLock, lockPathFor
 from srl_toolbox.text import withArticle
@@ -178,10 +179,11 @@ def prepareCommand(env_id: str, name: str, flags: Sequence[str] = ()) -> str:
     :param env_id: the env
     :param name: the learned model name
     :param flags: further prepare flags (e.g. ``--random-target``, ``--srl-config-file FILE``)
-    :return: the shell command that trains and registers that model: ``python -m srl_models.prepare ...``
+    :return: the shell command that trains and registers that model: ``python -m srl_models.prepare ...``, started
+        with this interpreter (:func:`pythonCommand`)
     """
-    return " ".join(["python -m srl_models.prepare", "--env", shlex.quote(env_id), "--srl-model", shlex.quote(name),
-                     *(shlex.quote(str(flag)) for flag in flags)])
+    return " ".join([pythonCommand(), "-m srl_models.prepare", "--env", shlex.quote(env_id), "--srl-model",
+                     shlex.quote(name), *(shlex.quote(str(flag)) for flag in flags)])
 
 
 def latestModelFolder(log_folder: str, env_id: str, name: str, img_shape: Sequence[int] | None = None,

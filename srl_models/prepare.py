@@ -71,6 +71,7 @@ from srl_toolbox.cli import (
     intInRange,
     nonEmptyText,
     positiveInt,
+    pythonCommand,
     runCommand,
 )
 from srl_toolbox.devices import checkedDevice
@@ -516,7 +517,7 @@ def probeNote(rows: list[dict[str, Any]], episodes: int) -> str | None:
     if not missing:
         return None
     why = (SINGLE_EPISODE if episodes < 2 else
-           f"no {PROBE_FILE} in the folder: python -m srl_models.evaluate --model-folder FOLDER says why")
+           f"no {PROBE_FILE} in the folder: {pythonCommand()} -m srl_models.evaluate --model-folder FOLDER says why")
     return f"probe R2 - ({', '.join(missing)}): {why}"
 
 
@@ -582,10 +583,11 @@ def trainCommand(env_id: str, name: str, random_target: bool, config_file: str |
     :param random_target: whether its dataset has a random target
     :param config_file: the SRL config file it is registered in (None: the default one)
     :param camera: the second camera its dataset was recorded with (``multi_view``, ``fpv``; None: one camera)
-    :return: the train command that uses it, with the env flags its dataset was recorded with (an arm moves as in
-        its dataset: environments.dataset_generator records them with force_down)
+    :return: the train command that uses it, started with this interpreter (:func:`pythonCommand`), with the env
+        flags its dataset was recorded with (an arm moves as in its dataset: environments.dataset_generator records
+        them with force_down)
     """
-    return (f"python -m rl_baselines.train --env {env_id} --srl-model {name}"
+    return (f"{pythonCommand()} -m rl_baselines.train --env {env_id} --srl-model {name}"
             + (" --random-target" if random_target else "")
             + (f" --{camera.replace('_', '-')}" if camera else "")
             + (" --force-down" if getEnvClass(env_id).acceptsKeyword("force_down") else "")

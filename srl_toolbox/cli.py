@@ -28,6 +28,7 @@ import errno
 import math
 import os
 import re
+import shlex
 import shutil
 import sys
 import tempfile
@@ -673,10 +674,11 @@ def addOptInVisdomFlags(parser: argparse.ArgumentParser, vis_help: str, no_vis_h
 
 
 def pythonCommand() -> str:
-    """:return: how to start this interpreter in a command a user pastes: ``python`` when it is the one on PATH, else
-    its path (relative below the working directory: ``.venv/bin/python`` when a Makefile target ran it)"""
+    """:return: how to start this interpreter in a command a user pastes, shell-quoted: ``python`` when it is the one
+    on PATH (or the interpreter's path is unknown), else its path (relative below the working directory:
+    ``.venv/bin/python`` when a Makefile target ran it)"""
     found = shutil.which("python")
-    if found is not None and os.path.realpath(found) == os.path.realpath(sys.executable):
+    if not sys.executable or found is not None and os.path.realpath(found) == os.path.realpath(sys.executable):
         return "python"
     relative = os.path.relpath(sys.executable)
-    return relative if not relative.startswith("..") else sys.executable
+    return shlex.quote(relative if not relative.startswith("..") else sys.executable)

@@ -5,9 +5,11 @@ them, and nothing for train's defaults."""
 from __future__ import annotations
 
 import shlex
+import shutil
 
 from rl_baselines.runs.resume import continueCommand
 from rl_baselines.runs.train_config import TrainConfig
+from srl_toolbox.cli import pythonCommand
 
 
 def test_the_continue_command_keeps_the_runs_settings() -> None:
@@ -24,3 +26,12 @@ def test_the_continue_command_keeps_the_runs_settings() -> None:
     for flag in ("--augment", "--vec-env", "--eval-freq", "--eval-episodes", "--checkpoint-freq", "--buffer-save-freq",
                  "--min-episodes-save", "--episode-window", "--tag"):
         assert flag not in plain  # train's defaults (one env: its envs always step in the training process)
+
+
+def test_the_continue_command_names_the_running_interpreter(monkeypatch) -> None:
+    # only printed (a Ctrl-C's last line, --resume's refusal): `make demo`'s .venv/bin/python, not a bare `python`
+    monkeypatch.setattr(shutil, "which", lambda name, *args, **kwargs: None)  # no `python` on PATH
+    interpreter = pythonCommand()
+    assert interpreter != "python"
+    command = continueCommand(TrainConfig(algo="ppo2", env="MobileRobotGymEnv-v0"), "RUN/ppo2_model.zip", 64)
+    assert command.startswith(f"{interpreter} -m rl_baselines.train --algo ppo2 ")

@@ -24,7 +24,7 @@ from rl_baselines.runs import train
 from rl_baselines.runs.callbacks import TrainingCallbacks
 from rl_baselines.runs.resume import runStatus
 from srl_toolbox import commandModule, isProjectCommand
-from srl_toolbox.cli import INTERRUPTED_EXIT_CODE, runCommand
+from srl_toolbox.cli import INTERRUPTED_EXIT_CODE, pythonCommand, runCommand
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
 
@@ -153,7 +153,7 @@ def test_a_second_ctrl_c_stops_at_once_and_reports_the_steps_taken(tmp_path, mon
     steps = readManifest(run_dir)["num_timesteps"]
     assert 700 <= steps < 1000 and f"\nInterrupted: {steps} steps, " in out, out
     ((_, checkpoint),) = listCheckpoints(run_dir)  # the periodic one, no stop checkpoint
-    assert f"Checkpoint: {checkpoint}; continue with: python -m rl_baselines.train --resume " in out
+    assert f"Checkpoint: {checkpoint}; continue with: {pythonCommand()} -m rl_baselines.train --resume " in out
     assert runStatus(run_dir) == "resume"
 
 
@@ -168,7 +168,7 @@ def test_a_second_ctrl_c_before_the_first_checkpoint_offers_the_saved_model(tmp_
     (run_dir,) = glob.glob(str(tmp_path / "*" / "*" / "*" / "*"))
     assert listCheckpoints(run_dir) == [] and "cannot be resumed" not in out, out
     assert f"\nNo checkpoint yet (--resume {run_dir} would start the run again from step 0); continue its model in a " \
-           f"new run folder with: python -m rl_baselines.train --algo ppo2 " in out, out
+           f"new run folder with: {pythonCommand()} -m rl_baselines.train --algo ppo2 " in out, out
     assert f"--load-rl-model-path {run_dir}/ppo2_model.zip\n" in out, out
 
 

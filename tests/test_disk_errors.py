@@ -23,7 +23,14 @@ from replay import enjoy_baselines
 from rl_baselines.runs import train
 from srl_models import train as srl_train
 from srl_toolbox import files
-from srl_toolbox.cli import USAGE_EXIT_CODE, UsageError, checkOutputFile, checkWritableFolder, runCommand
+from srl_toolbox.cli import (
+    USAGE_EXIT_CODE,
+    UsageError,
+    checkOutputFile,
+    checkWritableFolder,
+    pythonCommand,
+    runCommand,
+)
 
 FULL = "No space left on device"
 TRAIN = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--no-vis",
@@ -99,7 +106,7 @@ def test_a_full_disk_mid_training_is_one_line_with_the_resume_command(tmp_path, 
     assert code == 1
     [run_dir] = [root for root, _, files in os.walk(tmp_path) if "args.json" in files]
     assert line == (f"error: could not write {run_dir}/progress.csv: {FULL}; once fixed, continue the run with: "
-                    f"python -m rl_baselines.train --resume {run_dir}")
+                    f"{pythonCommand()} -m rl_baselines.train --resume {run_dir}")
 
 
 def test_a_full_disk_while_the_srl_model_is_saved_is_one_line(tinyDataset, tmp_path, monkeypatch,  # noqa: F811

@@ -109,10 +109,11 @@ def test_study_prunes_and_writes_outputs(prunedStudy):
     sampled = study.best_trial.params
     assert best == {**sampled, "n_steps": 64, "batch_size": min(sampled["batch_size"], 64)}
     # the printed command repeats the flags every trial got (it left them out: gail's --gail-dataset, -c, ...)
-    repeat = next(line for line in prunedStudy["stdout"].splitlines() if "python -m rl_baselines.train" in line)
+    repeat = next(line for line in prunedStudy["stdout"].splitlines() if " -m rl_baselines.train" in line)
     assert "--hyperparam n_steps:64" in repeat and "--checkpoint-freq -1" in repeat and "--hyperparam-file" in repeat
     with open(os.path.join(prunedStudy["folder"], "best_hyperparams.yaml")) as handle:
-        assert repeat.strip() in handle.read()  # the file's header holds the same command
+        # the file's header holds the same command, started with `python` (the file outlives this shell)
+        assert f"# python -m {repeat.strip().split(' -m ', 1)[1]}\n" in handle.read()
     with open(os.path.join(prunedStudy["folder"], "trials.csv")) as handle:
         rows = list(csv.DictReader(handle))
     assert [row["state"] for row in rows] == [state.name.lower() for state in states]

@@ -20,6 +20,7 @@ from conftest import runFolder, runModule, runTrain, snapshot
 from rl_baselines.core.registry import AlgoType, failed_plugins, registered_rl
 from srl_models.config import SRLLookupError, resolveSRLModel
 from srl_models.registry import SRLType, failed_srl_plugins, learnedModels, registered_srl
+from srl_toolbox.cli import pythonCommand
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -219,7 +220,7 @@ def test_a_plugin_model_without_a_trained_folder_is_not_sent_to_prepare(tmp_path
     config.write_text("{}\n")
     for name, words in (("downsample", "srl_models.prepare does not train 'downsample': pass its trained folder with "
                                        "--srl-model-path"),
-                        ("vae", "train and register one with python -m srl_models.prepare --env MobileRobotGymEnv-v0 "
-                                "--srl-model vae")):
+                        ("vae", f"train and register one with {pythonCommand()} -m srl_models.prepare --env "
+                                "MobileRobotGymEnv-v0 --srl-model vae")):
         with pytest.raises(SRLLookupError, match=re.escape(words)):
             resolveSRLModel("MobileRobotGymEnv-v0", name, str(config))

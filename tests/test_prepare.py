@@ -7,6 +7,7 @@ import json
 import multiprocessing
 import os
 import re
+import shutil
 import warnings
 
 import numpy as np
@@ -27,6 +28,7 @@ from srl_models.config import (
     SRLLookupError,
     defaultConfigFile,
     latestModelFolder,
+    prepareCommand,
     readSRLConfig,
     registerModel,
     resolveSRLModel,
@@ -34,7 +36,7 @@ from srl_models.config import (
 from srl_models.models import VAEModel
 from srl_models.prepare import trainCommand
 from srl_models.train_config import SRLTrainConfig
-from srl_toolbox.cli import UsageError
+from srl_toolbox.cli import UsageError, pythonCommand
 
 ENV_ID = "MobileRobotGymEnv-v0"
 TINY = ["--episodes", "2", "--img-shape", "3", "16", "16", "--epochs", "1", "--state-dim", "4", "--num-cpu", "1",
@@ -281,13 +283,24 @@ def test_a_model_prepared_with_a_random_target_warns_a_run_without_one(tmp_path,
         train_checks.validate(train.parseCommand([*argv, "-r", "--force-down"])[0], registered_rl)
 
 
-def test_the_suggested_train_command_moves_the_arm_as_its_dataset():
+def test_the_suggested_train_command_moves_the_arm_as_its_dataset(monkeypatch):
+    monkeypatch.setattr(prepare, "pythonCommand", lambda: "python")
     assert trainCommand("KukaButtonGymEnv-v0", "vae", True, None) == (
         "python -m rl_baselines.train --env KukaButtonGymEnv-v0 --srl-model vae --random-target --force-down")
     assert trainCommand(ENV_ID, "vae", False, "c.yaml") == (
         f"python -m rl_baselines.train --env {ENV_ID} --srl-model vae --srl-config-file c.yaml")
     assert trainCommand(ENV_ID, "vae", False, None, "fpv") == (
         f"python -m rl_baselines.train --env {ENV_ID} --srl-model vae --fpv")
+
+
+def test_the_printed_commands_name_the_running_interpreter(monkeypatch, tmp_path):
+    """`make srl-demo` runs .venv/bin/python with no venv activated: a bare `python -m ...` line the user pastes
+    next would not find the toolbox, so prepare's "Use one with:" line and its hint name this interpreter."""
+    monkeypatch.setattr(shutil, "which", lambda name, *args, **kwargs: None)  # no `python` on PATH
+    interpreter = pythonCommand()
+    assert interpreter != "python"
+    assert trainCommand(ENV_ID, "vae", False, None).startswith(f"{interpreter} -m rl_baselines.train --env {ENV_ID} ")
+    assert prepareCommand(ENV_ID, "vae").startswith(f"{interpreter} -m srl_models.prepare --env {ENV_ID} ")
 
 
 def test_default_config_file(monkeypatch, tmp_path):

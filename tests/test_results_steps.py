@@ -20,6 +20,7 @@ from replay.results import loadCurves, saveCurves
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs import train_loop
 from rl_baselines.runs.monitor_files import loadEpisodes
+from srl_toolbox.cli import pythonCommand
 from srl_toolbox.plots import movingAverage, saveLearningCurve
 
 ENV = "MobileRobotGymEnv-v0"
@@ -316,7 +317,7 @@ def test_train_says_it_wrote_no_learning_curve_without_an_episode(tmp_path, caps
     open(RunFolder(str(tmp_path)).evaluations_file, "wb").close()
     train_loop._writeLearningCurve(callback, config)
     assert capsys.readouterr().out == ("No learning_curve.png: no training episode finished; its evaluations: "
-                                       f"python -m replay.plots -i {tmp_path}\n")
+                                       f"{pythonCommand()} -m replay.plots -i {tmp_path}\n")
     assert not os.path.exists(RunFolder(str(tmp_path)).learning_curve_file)
 
 

@@ -50,6 +50,7 @@ from rl_baselines.envs.wrappers import (
 from srl_models.base import STATES_FILE, recordedStates
 from srl_models.config import resolveSRLModel
 from srl_models.metrics import participationFactor
+from srl_toolbox.cli import pythonCommand
 from srl_toolbox.devices import runDevice
 from srl_toolbox.errors import UsageError
 from srl_toolbox.files import readJson, writeNpz
@@ -193,7 +194,7 @@ def participationScale(encoder_folder: str, state_dim: int) -> float | None:
     if states.shape[1] != state_dim or len(states) < 2:
         raise ValueError(f"{encoder_folder}/{STATES_FILE} holds {len(states)} states of size {states.shape[1]}, not "
                          f"states of the model's size {state_dim}: evaluate the model again "
-                         f"(python -m srl_models.evaluate --model-folder {encoder_folder})")
+                         f"({pythonCommand()} -m srl_models.evaluate --model-folder {encoder_folder})")
     return participationFactor(states)
 
 
@@ -217,9 +218,9 @@ def learnedStateScale(settings: VecEnvSettings, encoder_folder: str, state_dim: 
         return 1.0
     scale = participationScale(encoder_folder, state_dim)
     if scale is None:
-        warnings.warn(f"{encoder_folder} holds no recorded states ({STATES_FILE}: python -m srl_models.evaluate "
-                      f"--model-folder {encoder_folder} writes it), so the learned state is handed to the agent "
-                      f"unscaled (--srl-state-scale none)", stacklevel=2)
+        warnings.warn(f"{encoder_folder} holds no recorded states ({STATES_FILE}: {pythonCommand()} -m "
+                      f"srl_models.evaluate --model-folder {encoder_folder} writes it), so the learned state is handed "
+                      f"to the agent unscaled (--srl-state-scale none)", stacklevel=2)
         return 1.0
     return scale
 

@@ -69,7 +69,7 @@ from rl_baselines.runs.run_logging import TENSORBOARD_RUN_KEY, VISDOM_ENV_KEY
 from rl_baselines.runs.run_policy import recordedSRLModelFolder
 from rl_baselines.runs.train_config import TrainConfig, upgradeArgsRecord
 from srl_models.config import describeSRLModel
-from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmptyText, portNumber
+from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmptyText, portNumber, pythonCommand
 from srl_toolbox.devices import parseDevice, parseThreads, reuseDevice
 from srl_toolbox.files import readJson, removeTemporaries, writeJson
 from srl_toolbox.locks import tryLock
@@ -378,11 +378,11 @@ def continueCommand(args: TrainConfig, model_path: str | None, remaining_timeste
     :param args: the run's arguments
     :param model_path: the model to continue, None when the run saved none (the command then starts it again)
     :param remaining_timesteps: env steps the run had left
-    :return: a ``python -m rl_baselines.train ... --load-rl-model-path MODEL`` command line, shell-quoted, with the
-        run's env, observation and hyperparameter flags and its other settings where it set them
-        (:data:`_CONTINUE_SETTINGS`, ``--vec-env``)
+    :return: a ``python -m rl_baselines.train ... --load-rl-model-path MODEL`` command line, shell-quoted, started
+        with this interpreter (:func:`pythonCommand`: the line is only printed), with the run's env, observation and
+        hyperparameter flags and its other settings where it set them (:data:`_CONTINUE_SETTINGS`, ``--vec-env``)
     """
-    words = ["python", "-m", "rl_baselines.train"]
+    words = ["-m", "rl_baselines.train"]
     for name, flag in _CONTINUE_FLAGS:
         value = getattr(args, name)
         if value is not None:
@@ -409,7 +409,7 @@ def continueCommand(args: TrainConfig, model_path: str | None, remaining_timeste
     words += ["--num-timesteps", str(max(1, int(remaining_timesteps)))]
     if model_path is not None:
         words += ["--load-rl-model-path", model_path]
-    return shlex.join(words)
+    return f"{pythonCommand()} {shlex.join(words)}"
 
 
 def runStatus(run_dir: str) -> str:

@@ -52,6 +52,7 @@ from srl_toolbox.cli import (
     UsageError,
     checkWritableFolder,
     environmentErrorText,
+    pythonCommand,
     runCommand,
 )
 from srl_toolbox.files import environmentError, writeJson
@@ -218,8 +219,8 @@ def trainValidated(config: TrainConfig, plan: Any = None, algo_class: type | Non
         found = environmentError(error)
         if found is None or not algo_class.supportsResume():  # a bug (its traceback), or a run --resume refuses
             raise
-        raise CommandFailed(f"{environmentErrorText(found)}; once fixed, continue the run with: python -m "
-                            f"rl_baselines.train --resume {shlex.quote(config.run_dir)}") from error
+        resume = f"{pythonCommand()} -m rl_baselines.train --resume {shlex.quote(config.run_dir)}"
+        raise CommandFailed(f"{environmentErrorText(found)}; once fixed, continue the run with: {resume}") from error
     finally:
         run_lock.release()
 

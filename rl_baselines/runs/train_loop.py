@@ -36,6 +36,7 @@ from rl_baselines.runs.run_logging import (
     tensorboardRunName,
 )
 from rl_baselines.runs.train_config import TrainConfig, TrainResult
+from srl_toolbox.cli import pythonCommand
 from srl_toolbox.files import FolderVanished, readJson, writeJson
 from srl_toolbox.plots import VisdomPlotter, saveLearningCurve
 
@@ -183,8 +184,8 @@ def _saveAndReport(config: TrainConfig, algo: Any, algo_class: type, callback: A
     print(f"{state}: {num_timesteps} steps, {episodes} episode{'' if episodes == 1 else 's'}, mean reward (last 100) "
           + (f"{mean_reward:.2f}" if episodes else "n/a (no episode finished)"))
     if (stopped or interrupted) and callback.last_checkpoint is not None and algo_class.supportsResume():
-        print(f"Checkpoint: {callback.last_checkpoint}; continue with: python -m rl_baselines.train --resume "
-              f"{shlex.quote(run_dir)}")
+        print(f"Checkpoint: {callback.last_checkpoint}; continue with: {pythonCommand()} -m rl_baselines.train "
+              f"--resume {shlex.quote(run_dir)}")
     elif (stopped or interrupted) and os.path.isfile(callback.modelPath(run_dir)):
         command = continueCommand(config, callback.modelPath(run_dir), callback.total_timesteps - num_timesteps)
         if algo_class.supportsResume():  # (a second Ctrl-C before the first checkpoint)
@@ -221,8 +222,9 @@ def _writeLearningCurve(callback: Any, config: TrainConfig) -> None:
     folder = RunFolder(config.run_dir)
     if not callback.monitor.rewards:
         evaluated = os.path.isfile(folder.evaluations_file)  # (an evaluation was made)
+        plots = f"{pythonCommand()} -m replay.plots -i {shlex.quote(config.run_dir)}"
         print(f"No {LEARNING_CURVE_FILE}: no training episode finished"
-              + (f"; its evaluations: python -m replay.plots -i {shlex.quote(config.run_dir)}" if evaluated else ""))
+              + (f"; its evaluations: {plots}" if evaluated else ""))
         return
     folder.checkStays()
     saveLearningCurve(callback.episode_steps, callback.monitor.rewards, config.episode_window,

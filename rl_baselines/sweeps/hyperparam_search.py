@@ -91,6 +91,7 @@ from srl_toolbox.cli import (
     nonEmptyText,
     nonNegativeInt,
     positiveInt,
+    pythonCommand,
     runCommand,
     seedNumber,
     zooFlagHints,
@@ -564,7 +565,7 @@ def _finish(study: Any, config: SearchConfig, algo_class: type, progress: TrialP
     print(f"Best trial {best.number}: {progress.measure} {best.value:.2f} with "
           f"{', '.join(f'{k}={formatValue(v)}' for k, v in values.items())}")
     print(f"Best hyperparameters: {yaml_path}")
-    print(f"  {repeatCommand(best, config, yaml_path)}")
+    print(f"  {repeatCommand(best, config, yaml_path, pythonCommand())}")
     return 130 if interrupted else (1 if failed_workers else 0)
 
 

@@ -54,18 +54,20 @@ def writeBestParams(path: str, study: Any, config: SearchConfig, algo_class: typ
                       f"budget{fewer}")
     header = (f"# Best trial {best.number} of Optuna study {config.study_name} ({config.storage_url}):\n"
               f"# {objective}: {best.value:.4f}, {config.algo} on {config.env} ({config.srl_model}).\n"
-              f"# {repeatCommand(best, config, path)}\n")
+              f"# {repeatCommand(best, config, path)}\n")  # (a file outlives the shell: plain ``python``)
     with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
         handle.write(header)
         yaml.safe_dump(values, handle, sort_keys=True, default_flow_style=False)
     return values
 
 
-def repeatCommand(trial: Any, config: SearchConfig, path: str) -> str:
+def repeatCommand(trial: Any, config: SearchConfig, path: str, python: str = "python") -> str:
     """
     :param trial: the best trial
     :param config: the search
     :param path: its best_hyperparams.yaml
+    :param python: the interpreter that starts it, shell-quoted (the printed line: ``srl_toolbox.cli.pythonCommand()``;
+        the line best_hyperparams.yaml keeps: ``python``, as that file outlives the shell)
     :return: the train command that trains with the best hyperparameters and the flags that trial got (the forwarded
         ones, ``--gail-dataset``, ``-c``, ``--num-cpu``..., ``--seed``, ``--num-timesteps``, ``--eval-episodes``;
         without them the command could fail or train another task): the trial's recorded ones, else (a trial of an
@@ -73,7 +75,7 @@ def repeatCommand(trial: Any, config: SearchConfig, path: str) -> str:
         ``path`` holds
     """
     flags = withoutHyperparamFile(trial.user_attrs.get("train_flags") or config.trialFlags)
-    return f"python -m rl_baselines.train {shlex.join(flags)} --hyperparam-file {shlex.quote(path)}"
+    return f"{python} -m rl_baselines.train {shlex.join(flags)} --hyperparam-file {shlex.quote(path)}"
 
 
 # train's flag that the repeat command gives best_hyperparams.yaml to (train keeps the last one given)
