@@ -11,18 +11,20 @@ Variants, each timed over ``--calls`` calls after a warm-up, the variants altern
 (median kept):
 
 - ``float32, 1 thread``: the default, as a run encodes (train's torch threads for an MLP policy: one);
-- ``float32, 2 threads``: the same with two torch threads;
+- ``float32, 2 threads``: the same with two torch threads, whose idle threads wait as the process's OpenMP says
+  (the toolbox's default: passively, ``OMP_WAIT_POLICY=PASSIVE``; the report says which);
 - ``float32, contiguous``: the convolutions' weights in the default (channels-first) memory order;
 - ``float32, oneDNN off``: ``torch.backends.mkldnn`` disabled (PyTorch's own convolutions);
 - ``bfloat16``: weights and images in bfloat16 (its largest state difference from float32 is reported: the states
   the agent sees would change with the machine's bfloat16 support).
 
 Then the default's time per layer (each layer on its own input). Nothing is asserted.
-Usage: ``python -m benchmarks.encoder_speed [--batch 2] [--size 64] [--calls 2000] [--repeats 3] [--no-append]``.
+Usage: ``python -m benchmarks.encoder_speed [--batch 2] [--size 64] [--calls 2000] [--repeats 5] [--no-append]``.
 """
 from __future__ import annotations
 
 import contextlib
+import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -41,6 +43,7 @@ from benchmarks.documents import (
     resultsPath,
 )
 from srl_models.backbone import ConvEncoder
+from srl_toolbox import WAIT_VARIABLES
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
 
 STATE_DIM = 32
@@ -149,6 +152,12 @@ def layerTimes(encoder: ConvEncoder, images: np.ndarray, calls: int) -> list[tup
     return rows
 
 
+def waitPolicyText() -> str:
+    """:return: how OpenMP's idle threads wait in this process (what a second thread costs depends on it)"""
+    settings = [f"{name}={os.environ[name]}" for name in WAIT_VARIABLES if name in os.environ]
+    return ", ".join(settings) or "OpenMP's default (spinning)"
+
+
 def formatTables(batch: int, times: dict[str, float], difference: float, layers: list[tuple[str, float]]) -> str:
     """:return: the variants' table (ratio to the default) and the default's per-layer table"""
     default = next(iter(times.values()))
@@ -167,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=positiveInt, default=64, choices=(16, 32, 64, 128, 224), metavar="SIZE",
                         help="image height and width: 16, 32, 64, 128 or 224 [64]")
     parser.add_argument("--calls", type=positiveInt, default=2000, help="timed calls per measurement [2000]")
-    parser.add_argument("--repeats", type=positiveInt, default=3, help="alternated rounds, median kept [3]")
+    parser.add_argument("--repeats", type=positiveInt, default=5, help="alternated rounds, median kept [5]")
     addResultsArguments(parser, "the results")
     args = parser.parse_args(argv)
     print(f"Machine: {machineDescription(('torch',))}", flush=True)
@@ -181,8 +190,9 @@ def main(argv: list[str] | None = None) -> int:
                      f"ConvEncoder (srl_models.backbone) of 3x{args.size}x{args.size} images, state dim {STATE_DIM}, "
                      "random weights, frozen and fed as a run feeds it (channels-last, uint8 -> float in [0, 1], "
                      f"inference mode), one torch thread unless the variant says; {args.calls} calls per "
-                     f"measurement, median of {args.repeats} alternated rounds. Reported, not asserted. "
-                     f"{loadSpanText(start_load)}", tables, packages=("torch",), path=resultsPath(args))
+                     f"measurement, median of {args.repeats} alternated rounds; OpenMP's idle threads: "
+                     f"{waitPolicyText()}. Reported, not asserted. {loadSpanText(start_load)}.", tables,
+                     packages=("torch",), path=resultsPath(args))
     return 0
 
 

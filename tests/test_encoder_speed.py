@@ -7,7 +7,7 @@ import numpy as np
 import torch
 from conftest import REPO, runModule, snapshot
 
-from benchmarks.encoder_speed import encode, formatTables, frozenEncoder, main
+from benchmarks.encoder_speed import encode, formatTables, frozenEncoder, main, waitPolicyText
 from srl_models.models import LearnedSRLModel
 
 
@@ -37,11 +37,20 @@ def test_a_run_appends_every_variant_and_layer_to_the_results_file(tmp_path) -> 
     assert main(["--size", "16", "--calls", "2", "--repeats", "2", "--results-file", str(results)]) == 0
     text = results.read_text()
     assert "python -m benchmarks.encoder_speed --size 16 --calls 2 --repeats 2" in text
+    assert f"idle threads: {waitPolicyText()}." in text  # (OMP_WAIT_POLICY=PASSIVE unless the environment says)
     for row in ("float32, 1 thread (the default)", "float32, 2 threads", "float32, contiguous", "float32, oneDNN off",
                 "bfloat16 weights and images", "3 -> 16 channels, 16x16 in", "64 -> 64 channels, 2x2 in",
                 "linear 64 -> 32"):
         assert f"| {row}" in text, row
     assert torch.backends.mkldnn.enabled and torch.get_num_threads() >= 1  # the settings it changed are restored
+
+
+def test_the_wait_policy_names_what_the_environment_sets(monkeypatch) -> None:
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    assert waitPolicyText() == "OpenMP's default (spinning)"
+    monkeypatch.setenv("GOMP_SPINCOUNT", "300000")
+    assert waitPolicyText() == "GOMP_SPINCOUNT=300000"
 
 
 def test_bad_input_is_refused_in_one_line_with_nothing_written() -> None:
