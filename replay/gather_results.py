@@ -383,7 +383,33 @@ def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, gro
         lines.append("Thresholds: " + ", ".join(f"{env} ({'; '.join(methods)}) {_threshold(value)} ({source})"
                                                 for (env, value, source), methods in shared.items()) + ".")
         lines.append("")
+    if missing := missingThresholds(rows, group_by):
+        lines += ["No threshold: " + ", ".join(f"{env} ({'; '.join(sorted(methods))}): {why}"
+                                               for (env, why), methods in sorted(missing.items()))
+                  + "; give --threshold R for the steps to R.", ""]
     return "\n".join(lines)
+
+
+def missingThresholds(rows: Sequence[dict[str, Any]], group_by: Sequence[str] = ()) -> dict[tuple[str, str], list[str]]:
+    """
+    :param rows: rows of :func:`gather`
+    :param group_by: extra method keys
+    :return: (env, why) -> the methods (algorithm and group values) of the measured final rows that have no threshold,
+        why being what the default rule lacked: a finished ground-truth run of the same env, algorithm and group, or a
+        positive mean final reward of those runs (90% of a negative one would be easier to reach than it)
+    """
+    finals = [row for row in rows if row["budget"] == FINAL and row["runs"] > 0]
+    missing: dict[tuple[str, str], list[str]] = {}
+    for row in (row for row in finals if row["threshold"] is None):
+        method = ", ".join([row["algo"], *(f"{name}={row[name]}" for name in group_by)])
+        truth = next((other for other in finals if other["srl_model"] == GROUND_TRUTH and all(
+            other[name] == row[name] for name in ("env", "algo", *group_by))), None)
+        why = ("no finished ground-truth run" if truth is None else
+               f"ground truth's mean final reward {_number(truth['mean_reward'])} is not positive")
+        methods = missing.setdefault((row["env"], why), [])
+        if method not in methods:
+            methods.append(method)
+    return missing
 
 
 def unfinishedNote(count: int) -> str:

@@ -625,6 +625,25 @@ def test_long_legend_labels_wrap_and_leave_the_axes_most_of_the_figure(tmp_path,
     assert figure.axes[0].get_position().width > 0.55
 
 
+def test_the_markdown_says_why_a_method_has_no_threshold():
+    """Without a threshold the table said "no threshold" and nothing else: a user of an env whose ground truth ends
+    below zero (or of a folder without ground-truth runs) had to guess that --threshold gives the steps."""
+    row = {"env": "MobileRobot2TargetGymEnv-v0", "srl_model": "raw_pixels", "algo": "ppo2",
+           "budget": gather_results.FINAL, "runs": 2, "mean_reward": -20.0, "std_reward": 1.0, "ci95_low": -30.0,
+           "ci95_high": -10.0, "source": "training", "fewest_episodes": 40, "mean_wall_time_s": 3.0,
+           "median_steps_to_threshold": None, "reached": None, "threshold": None, "threshold_source": None}
+    rows = [row, {**row, "srl_model": "ground_truth", "mean_reward": -5.25}, {**row, "budget": 1000},
+            {**row, "env": "MobileRobot1DGymEnv-v0"}, {**row, "env": "MobileRobot1DGymEnv-v0", "algo": "a2c"},
+            {**row, "env": "KukaButtonGymEnv-v0", "runs": 0}]
+    text = _unpadded(gather_results.markdown(rows, 40, None))
+    assert ("No threshold: MobileRobot1DGymEnv-v0 (a2c; ppo2): no finished ground-truth run, "
+            "MobileRobot2TargetGymEnv-v0 (ppo2): ground truth's mean final reward -5.25 is not positive; give "
+            "--threshold R for the steps to R.") in text, text
+    assert "| no threshold |" in text and "Kuka" not in text.split("No threshold:")[1]  # (no run measured: n/a)
+    given = [{**r, "threshold": 10.0, "threshold_source": "given"} for r in rows]
+    assert "No threshold" not in gather_results.markdown(given, 40, None)
+
+
 def test_a_threshold_is_given_to_the_rewards_precision():
     """A threshold from ground truth's runs (90% of their mean) was printed to 6 significant digits ("21.7351 not
     reached", "563.852") beside rewards of 2 decimals."""
