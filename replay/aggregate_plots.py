@@ -236,8 +236,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.warn(f"{env} {label}: {len(members) - len(trained)} of its {len(members)} runs finished no "
                           f"training episode, and count in its evaluation curve only, e.g. "
                           f"{next(run.path for run in members if not hasEpisodes(run))}")
+        curve = None
         if trained:
-            x, y = aggregateCurves(trained, args.episode_window, args.timesteps, args.num_points)
+            try:
+                curve = aggregateCurves(trained, args.episode_window, args.timesteps, args.num_points)
+            except ValueError as error:  # (runs that share no step)
+                print(f"{env} {label}: no training curve, {error}")
+        if curve is not None:
+            x, y = curve
             npz_path = f"{curve_stems[key]}.npz"
             saveCurves(npz_path, x, y, label, env, x_label, [run.path for run in trained], window=args.episode_window)
             print(f"{env} {label}: {plural(len(trained), 'run')}, {plural(len(x), 'point')} -> {npz_path}")

@@ -466,6 +466,8 @@ def aggregateCurves(runs: Sequence[Run], window: int, by_timesteps: bool, num_po
     :param by_timesteps: x = env steps (each run's curve read at the last episode finished by x) instead of episodes
     :param num_points: points of the x axis in timesteps mode
     :return: (x, y) with y of shape (runs, points)
+    :raises ValueError: (by timesteps) a run's last episode ends before another's first: they share no step to read
+        both at (a curve there would hold the first run's last value past its end)
     """
     curves = [episodeCurve(run, window) for run in runs]
     if not by_timesteps:
@@ -473,6 +475,11 @@ def aggregateCurves(runs: Sequence[Run], window: int, by_timesteps: bool, num_po
         return np.arange(1, length + 1, dtype=np.float64), np.stack([curve[:length] for curve in curves])
     starts = max(int(run.episodes["timesteps"][0]) for run in runs)
     ends = min(int(run.episodes["timesteps"][-1]) for run in runs)
+    if ends < starts:
+        early = min(runs, key=lambda run: int(run.episodes["timesteps"][-1]))
+        late = max(runs, key=lambda run: int(run.episodes["timesteps"][0]))
+        raise ValueError(f"its runs share no step: {early.path} ends at step {ends:,}, before the first episode of "
+                         f"{late.path} (step {starts:,})")
     x = np.unique(np.linspace(starts, max(starts, ends), num_points).round())
     rows = []
     for run, curve in zip(runs, curves):

@@ -18,6 +18,7 @@ from scipy import stats
 
 from replay import aggregate_plots, compare_plots, gather_results
 from replay.results import (
+    aggregateCurves,
     episodeWindowStepsToThreshold,
     evaluationStepsToThreshold,
     findRuns,
@@ -700,3 +701,22 @@ def test_num_points_without_timesteps_warns_that_it_does_nothing(runs, tmp_path)
         assert aggregate_plots.main(["-i", str(log_dir), "--num-points", "5", "--timesteps",
                                      "-o", str(tmp_path / "b" / "x")]) == 0
     assert np.load(tmp_path / "b" / "x_MobileRobotGymEnv-v0_ppo2_ground_truth.npz")["x"].size == 5
+
+
+def test_runs_that_share_no_step_give_no_timesteps_curve(tmp_path, capsys):
+    """aggregate_plots --timesteps read a run that ended before another's first episode at that episode's step, past
+    its own end (its last value held there, after the runs-differ warning); the method now gets no training curve,
+    and the line says why."""
+    method = tmp_path / "logs" / ENV / "ground_truth" / "ppo2"
+    short = _fakeRun(method / "short", [1.0, 2.0], seed=0, length=100)  # episodes end at steps 100 and 200
+    long = _fakeRun(method / "long", [5.0, 6.0], seed=1, length=1000)  # at 1000 and 2000
+    with pytest.raises(ValueError, match=rf"^its runs share no step: {re.escape(short)} ends at step 200, before the "
+                                         rf"first episode of {re.escape(long)} \(step 1,000\)$"):
+        aggregateCurves(findRuns(str(tmp_path / "logs")), 1, True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the runs differ in --num-timesteps)
+        assert aggregate_plots.main(["-i", str(tmp_path / "logs"), "--timesteps", "--episode-window", "1",
+                                     "-o", str(tmp_path / "out" / "curves")]) == 0
+    out = capsys.readouterr().out
+    assert f"{ENV} ppo2 ground_truth: no training curve, its runs share no step" in out, out
+    assert not list(tmp_path.rglob("*.npz"))
