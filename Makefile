@@ -69,7 +69,7 @@ test-fast: install
 
 # The speed figures, each appended to docs/benchmarks.md with its command and machine: envs (mobile robots, Kuka,
 # every env), env worker start, renderers, ppo2 on Kuka under each physics and renderer, datasets, the train loop,
-# ppo2 through a trained VAE, ppo2 from raw pixels on shared cores, sweeps. Each script runs alone at smaller
+# ppo2 through a trained VAE, the frozen SRL encoder's forward pass, ppo2 from raw pixels on shared cores, sweeps. Each script runs alone at smaller
 # settings (its --help; --results-file FILE or --no-append keeps a trial out of docs/benchmarks.md).
 bench: install
 	$(PY) -m benchmarks.env_speed
@@ -81,6 +81,7 @@ bench: install
 	$(PY) -m benchmarks.dataset_speed
 	$(PY) -m benchmarks.train_speed
 	$(PY) -m benchmarks.srl_speed
+	$(PY) -m benchmarks.encoder_speed
 	$(PY) -m benchmarks.vec_env_speed
 	$(PY) -m benchmarks.shared_cores
 	$(PY) -m benchmarks.sweep_speed
