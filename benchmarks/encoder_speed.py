@@ -105,31 +105,25 @@ def measure(batch: int, size: int, calls: int, repeats: int) -> tuple[dict[str, 
     images = np.random.default_rng(0).integers(0, 256, (batch, size, size, 3), dtype=np.uint8)
     encoder, half = frozenEncoder(size), frozenEncoder(size, torch.bfloat16)
     plain = frozenEncoder(size).to(memory_format=torch.contiguous_format)
-    variants: dict[str, Callable[[], float]] = {
-        "float32, 1 thread (the default)": lambda: millisecondsPerCall(lambda: encode(encoder, images), calls),
-        "float32, 2 threads": lambda: _with(threads(2), lambda: millisecondsPerCall(lambda: encode(encoder, images),
-                                                                                  calls)),
-        "float32, contiguous (not channels-last)": lambda: millisecondsPerCall(lambda: encode(plain, images), calls),
-        "float32, oneDNN off": lambda: _with(oneDNNOff(), lambda: millisecondsPerCall(lambda: encode(encoder, images),
-                                                                                   calls)),
-        "bfloat16 weights and images": lambda: millisecondsPerCall(lambda: encode(half, images, torch.bfloat16),
-                                                                   calls)}
+    # variant -> (the setting it runs under, the encoder, the images' dtype)
+    variants: dict[str, tuple[Callable[[], contextlib.AbstractContextManager], ConvEncoder, torch.dtype]] = {
+        "float32, 1 thread (the default)": (contextlib.nullcontext, encoder, torch.float32),
+        "float32, 2 threads": (lambda: threads(2), encoder, torch.float32),
+        "float32, contiguous (not channels-last)": (contextlib.nullcontext, plain, torch.float32),
+        "float32, oneDNN off": (oneDNNOff, encoder, torch.float32),
+        "bfloat16 weights and images": (contextlib.nullcontext, half, torch.bfloat16)}
     times: dict[str, list[float]] = {name: [] for name in variants}
     with threads(1):
         for round_index in range(repeats):
             order = list(variants) if round_index % 2 == 0 else list(reversed(variants))
             for name in order:
-                times[name].append(variants[name]())
+                setting, model, dtype = variants[name]
+                with setting():
+                    times[name].append(millisecondsPerCall(lambda: encode(model, images, dtype), calls))
         with torch.inference_mode():
             difference = float((encode(half, images, torch.bfloat16).float() - encode(encoder, images)).abs().max())
         layers = layerTimes(encoder, images, calls)
     return {name: statistics.median(values) for name, values in times.items()}, difference, layers
-
-
-def _with(context: contextlib.AbstractContextManager, timed: Callable[[], float]) -> float:
-    """:return: ``timed()`` run inside ``context``"""
-    with context:
-        return timed()
 
 
 def layerTimes(encoder: ConvEncoder, images: np.ndarray, calls: int) -> list[tuple[str, float]]:
