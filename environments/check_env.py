@@ -48,7 +48,15 @@ from gymnasium.utils.env_checker import check_env
 from environments.observation_check import observationProblem
 from environments.registry import getEnvClass, registerAll, rendererKeywords, resolvedRenderer, unknownEnvText
 from environments.srl_env import SRLGymEnv
-from srl_toolbox.cli import CLIParser, UsageError, addSeedArgument, checkImageShape, positiveInt, runCommand
+from srl_toolbox.cli import (
+    IMAGE_SIDES,
+    CLIParser,
+    UsageError,
+    addSeedArgument,
+    checkImageShape,
+    positiveInt,
+    runCommand,
+)
 
 # The observation modes an env computes itself that are checked (the arms' joints modes are left to their own tests).
 CHECKED_MODES = ("ground_truth", "raw_pixels")
@@ -410,10 +418,16 @@ def checkEnv(env_id: str, *, seed: int = 0, episodes: int = DEFAULT_EPISODES, ma
     :param img_shape: (3, H, W) of camera images, None for the env's default
     :param report: called with each check as it is done (e.g. to print it)
     :return: every check, in order; the env keeps the contract when none has status FAILED
-    :raises UsageError: the id is not registered (one line naming the valid ones)
+    :raises UsageError: the id is not registered (one line naming the valid ones), or ``img_shape`` is not
+        (3, H, W) with H, W in the commands' bounds (the command's ``--img-shape`` check)
     """
     if env_id not in registerAll():
         raise UsageError(unknownEnvText(env_id).replace("--env ", "env id ", 1))
+    if img_shape is not None:
+        img_shape = tuple(img_shape)
+        if len(img_shape) != 3:
+            raise UsageError(f"img_shape {' '.join(map(str, img_shape))} is not 3 H W with H, W in {IMAGE_SIDES}")
+        checkImageShape(img_shape, flag="img_shape")
     modes = [mode for mode in CHECKED_MODES if mode in getEnvClass(env_id).SRL_MODES]
     checks: list[Check] = []
     if not modes:
@@ -458,7 +472,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     addSeedArgument(parser, help="seed of the envs and of the sampled actions [0]")
     args = parser.parse_args(argv)
     if args.img_shape is not None:
-        checkImageShape(args.img_shape)
+        checkImageShape(args.img_shape)  # (named as the flag; checkEnv names its keyword)
 
     def show(check: Check) -> None:
         print(check.line, flush=True, **({"file": sys.stderr} if check.status == FAILED else {}))

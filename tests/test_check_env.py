@@ -9,6 +9,9 @@ import pytest
 from conftest import runModule, siteInterpreter
 from test_env_plugins import _installPlugin
 
+from environments.check_env import checkEnv
+from srl_toolbox.cli import IMAGE_SIDES, UsageError
+
 BROKEN_CODE = textwrap.dedent('''
     import gymnasium as gym
     import numpy as np
@@ -138,3 +141,12 @@ def test_an_unknown_env_id_is_one_line_naming_the_valid_ones(checkRun) -> None:
     assert result.stderr.startswith("error: unknown env id 'Nope-v0'; valid choices: ")
     assert "LineWorldEnv-v0" in result.stderr and "MobileRobotGymEnv-v0" in result.stderr
     assert len(result.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("img_shape, shown", [((32, 32, 3), "32 32 3"), ((3, 8, 8), "3 8 8"), ((3, 32), "3 32")])
+def test_check_env_from_python_refuses_a_bad_image_shape_as_the_command_does(img_shape, shown) -> None:
+    # (H, W, C) instead of (C, H, W) built no env: every kind was "not offered" and the one failure said "the
+    # constructor refuses both discrete and continuous actions"; (3, 8, 8), which the command refuses, was checked
+    with pytest.raises(UsageError) as refused:
+        checkEnv("MobileRobotGymEnv-v0", img_shape=img_shape)
+    assert str(refused.value) == f"img_shape {shown} is not 3 H W with H, W in {IMAGE_SIDES}"
