@@ -1,8 +1,9 @@
-"""The Python API's ``extra`` command-line strings (read as the command reads them) and its refusals of a
-RunConfig where a trained run is wanted."""
+"""The Python API's ``extra`` command-line strings (read as the command reads them), its refusals of a
+RunConfig where a trained run is wanted, and loadRun's hints naming its own keywords."""
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
@@ -54,3 +55,18 @@ def test_a_run_config_where_a_trained_run_is_wanted_is_named_not_printed(tmp_pat
         assert message.startswith(f"{name} is a RunConfig (makeConfig's: nothing trained yet); {name} takes ")
         assert "train it first, result = trainAgent(config)" in message and "TrainConfig(" not in message
     assert not (tmp_path / "logs").exists()
+
+
+def test_load_run_without_the_model_asked_for_names_the_which_keyword(tmp_path) -> None:
+    # its way out was enjoy_baselines' flag, "--model latest plays the last saved model", which loadRun does not take
+    run_dir = api.trainAgent(algo="ppo2", **GT, num_timesteps=64, log_dir=str(tmp_path), checkpoint_freq=-1,
+                             hyperparams={"n_steps": 64}).run_dir
+    with pytest.raises(api.UsageError, match=r"^run_dir '.*' holds no best model \(.*\); a run saves one .*; "
+                                             r"which=\"latest\" loads the last saved model$"):
+        api.loadRun(run_dir, which="best")
+    os.makedirs(os.path.join(run_dir, "best"))
+    shutil.move(os.path.join(run_dir, "ppo2_model.zip"), os.path.join(run_dir, "best", "ppo2_model.zip"))
+    with pytest.raises(api.UsageError, match=r"^run_dir '.*' holds no latest model \(.*\); the run has saved none "
+                                             r"yet .*, and its best model from an evaluation is there: .* "
+                                             r"\(which=\"best\"\)$"):
+        api.loadRun(run_dir)

@@ -415,13 +415,17 @@ def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = No
         model_path = os.path.join(model_folder, os.path.basename(model_path))
     if not os.path.isfile(model_path):
         best = os.path.join(RunFolder(run_dir).best_dir, os.path.basename(model_path))
+        # the way to the other model as the caller asks for it: loadRun's keyword, else enjoy_baselines' flag
+        from_python = flag == "run_dir"
+        best_way = 'which="best"' if from_python else "enjoy_baselines --model best"
+        latest_way = 'which="latest" loads' if from_python else "--model latest plays"
         hint = (f"; the run has saved none yet (still training, before its first checkpoint?), and its best model "
-                f"from an evaluation is there: {best} (enjoy_baselines --model best)"
+                f"from an evaluation is there: {best} ({best_way})"
                 if which == "latest" and checkpoint is None and os.path.isfile(best) else "")
         if which == "latest" and checkpoint is None and not hint:
             hint = f"; {firstSaveText(train_args)}"
         if which == "best" and checkpoint is None:
-            hint = f"; a run saves one {bestSaveText(train_args)}; --model latest plays the last saved model"
+            hint = f"; a run saves one {bestSaveText(train_args)}; {latest_way} the last saved model"
         saved = f"model of {what}" if checkpoint is not None else f"{which} model"
         raise ValueError(f"{flag} {run_dir!r} holds no {saved} ({model_path} is missing){hint}")
     # the manifest beside the model (if any): same algorithm and env, files not cut short nor changed
