@@ -4,8 +4,8 @@ Records a MobileRobot dataset, trains and evaluates a VAE on it (``srl_models.pr
 file inside the demo folder, so that the user's own SRL config is left alone), trains ppo2 on the VAE's states,
 replays the agent into a GIF, compares its mean episode reward with a random agent's, and prints where every file
 is: the model folder with its latent-space pictures (learned states coloured by the robot's position relative to
-the target, a grid of decoded latent states), the run folder, its learning curve and the GIF. A second call reuses
-the dataset and the VAE.
+the target, nearest neighbours in the learned space, reconstructions and a grid of decoded latent states, each
+with what it shows), the run folder, its learning curve and the GIF. A second call reuses the dataset and the VAE.
 """
 from __future__ import annotations
 
@@ -122,8 +122,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"  GTC, KNN-MSE      {rows[0]['gtc']:.3f}, {rows[0]['knn_mse']:.4g}")
     print(f"  latent space      {os.path.join(model_folder, 'states_by_ground_truth.png')} (learned states coloured "
           f"by the robot's position relative to the target)")
-    print(f"  decoded latents   {latent_grid}")
-    print(f"  reconstructions   {os.path.join(model_folder, 'reconstructions.png')}")
+    print(f"  nearest states    {os.path.join(model_folder, 'knn_neighbours.png')} (frames whose learned states "
+          f"are nearest one another: the robot at nearby places)")
+    # what a user sees in the decoder's pictures, said where they are named (docs/srl.md, "Small robots in a
+    # large scene"): a pixel error leaves the robot out of the drawing, not out of the state
+    print(f"  reconstructions   {os.path.join(model_folder, 'reconstructions.png')} (expect the room and the "
+          f"target without the robot: about 9 of 4,096 pixels at 64x64, it weighs too little in a pixel error to be "
+          f"drawn; its position is in the state all the same, as the two pictures above show)")
+    print(f"  decoded latents   {latent_grid} (drawn by the same decoder)")
     print(f"  run folder        {run_dir}")
     curve = RunFolder(run_dir).learning_curve_file
     print(f"  learning curve    {curve if os.path.exists(curve) else 'none (no training episode finished)'}")
