@@ -125,6 +125,8 @@ BAD_INPUTS = [
      "--foreground-weight 20 weighs the pixels of the reconstruction losses (autoencoder, dae, vae), and none is "
      "trained here (inverse, reward)"),
     ([], "tiny", "give --srl-model NAME"),
+    (["--srl-model", "pca", "--state-dim", "151"], "tiny", "--state-dim 151: PCA cannot find more components than "
+     "training images (150): give a --state-dim of at most 150"),
     (["--srl-model", "vae", "--val-split", "1"], "tiny", "--val-split 1 must be in [0, 1)"),
     (["--srl-model", "vae", "--beta", "inf"], "tiny", "--beta inf must be a finite number >= 0"),
     (["--srl-model", "vae", "--foreground-weight", "inf"], "tiny", "--foreground-weight inf must be a finite number"),
