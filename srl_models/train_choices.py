@@ -19,7 +19,7 @@ from srl_models.config import preparable
 from srl_models.losses import LOSSES
 from srl_models.models import LearnedSRLModel
 from srl_models.registry import failedSRLPlugins, registeredSRL
-from srl_models.train_config import DEFAULT_BATCH_SIZE, DEFAULT_STATE_DIM, SRLTrainConfig
+from srl_models.train_config import DEFAULT_BATCH_SIZE, DEFAULT_STATE_DIM, MAX_STATE_DIM, SRLTrainConfig
 from srl_toolbox.cli import UsageError
 
 
@@ -161,7 +161,11 @@ def resolveModel(config: SRLTrainConfig) -> tuple[str, dict[str, float], dict[st
     if not split and issubclass(model_class, LearnedSRLModel):
         split = model_class.defaultSplit(state_dim, losses)
         if split and min(split.values()) <= 0:
-            raise UsageError(f"--state-dim {state_dim} is too small to split between {len(losses)} losses")
+            smallest = next((dim for dim in range(state_dim + 1, MAX_STATE_DIM + 1)
+                             if min(model_class.defaultSplit(dim, losses).values()) > 0), None)
+            fits = f"give a --state-dim of at least {smallest}" if smallest else "give --split-dims"
+            raise UsageError(f"--state-dim {state_dim} is too small to split between {len(losses)} losses "
+                             f"({', '.join(losses)}): {fits}")
     return name, losses, split, state_dim
 
 
