@@ -50,8 +50,11 @@ def _number(raw: str, what: str) -> float:
 
 
 def _dims(raw: str, what: str) -> int:
-    value = _number(raw, what)
-    if not value.is_integer() or value <= 0:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan  # not a number: refused below, as the dims it should be
+    if not math.isfinite(value) or not value.is_integer() or value <= 0:
         raise UsageError(f"{what}: dims {raw!r} must be a positive integer")
     return int(value)
 
