@@ -363,7 +363,8 @@ def checkPCAComponents(config: SRLTrainConfig, env_id: str, episodes: int, reuse
             return  # an unreadable dataset: srl_models.train says what is wrong with it
         if state_dim > len(train_rows):
             raise UsageError(f"--state-dim {state_dim}: PCA cannot find more components than training images "
-                             f"({len(train_rows)} in the reused dataset {config.data_folder})")
+                             f"({len(train_rows)} in the reused dataset {config.data_folder}): give a --state-dim "
+                             f"of at most {len(train_rows)}")
         return
     max_steps = max_steps or getattr(getEnvClass(env_id), "MAX_STEPS", None)
     if max_steps is None:

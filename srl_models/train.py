@@ -208,7 +208,7 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
     train_rows, val_rows = splitEpisodes(episodes, config.val_split, config.seed)
     if issubclass(model_class, PCAModel) and state_dim > len(train_rows):
         raise UsageError(f"--state-dim {state_dim}: PCA cannot find more components than training images "
-                         f"({len(train_rows)})")
+                         f"({len(train_rows)}): give a --state-dim of at most {len(train_rows)}")
     negatives = any(LOSSES[loss].NEGATIVES for loss in losses)
     checkHorizon(dataset, train_rows, training["horizon"], negatives)
 

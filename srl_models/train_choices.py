@@ -19,7 +19,7 @@ from srl_models.config import preparable
 from srl_models.losses import LOSSES
 from srl_models.models import LearnedSRLModel
 from srl_models.registry import failedSRLPlugins, registeredSRL
-from srl_models.train_config import DEFAULT_BATCH_SIZE, DEFAULT_STATE_DIM, SRLTrainConfig
+from srl_models.train_config import DEFAULT_BATCH_SIZE, DEFAULT_STATE_DIM, MAX_STATE_DIM, SRLTrainConfig
 from srl_toolbox.cli import UsageError
 
 
@@ -50,8 +50,11 @@ def _number(raw: str, what: str) -> float:
 
 
 def _dims(raw: str, what: str) -> int:
-    value = _number(raw, what)
-    if not value.is_integer() or value <= 0:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan  # not a number: refused below, as the dims it should be
+    if not math.isfinite(value) or not value.is_integer() or value <= 0:
         raise UsageError(f"{what}: dims {raw!r} must be a positive integer")
     return int(value)
 
@@ -161,7 +164,11 @@ def resolveModel(config: SRLTrainConfig) -> tuple[str, dict[str, float], dict[st
     if not split and issubclass(model_class, LearnedSRLModel):
         split = model_class.defaultSplit(state_dim, losses)
         if split and min(split.values()) <= 0:
-            raise UsageError(f"--state-dim {state_dim} is too small to split between {len(losses)} losses")
+            smallest = next((dim for dim in range(state_dim + 1, MAX_STATE_DIM + 1)
+                             if min(model_class.defaultSplit(dim, losses).values()) > 0), None)
+            fits = f"give a --state-dim of at least {smallest}" if smallest else "give --split-dims"
+            raise UsageError(f"--state-dim {state_dim} is too small to split between {len(losses)} losses "
+                             f"({', '.join(losses)}): {fits}")
     return name, losses, split, state_dim
 
 

@@ -44,9 +44,10 @@ def checkHorizon(dataset: Dataset, train_rows: np.ndarray, horizon: int | None, 
         longest = int(after[0]) + 1 if len(after) else 0
         largest = int(after[needed - 1]) if len(after) >= needed else 0  # the largest horizon with enough anchors
         choice = f"choose a horizon of at most {largest}" if largest >= 1 else "record longer episodes"
+        frames = "1 training frame has" if anchors == 1 else f"{anchors} training frames have"
         raise UsageError(f"--horizon {horizon} is longer than the dataset's episodes allow (the longest training "
-                         f"episode has {longest} frames; {anchors} training frames have a frame {horizon} steps later, "
-                         f"{needed} needed): {choice}")
+                         f"episode has {longest} frames; {frames} a frame {horizon} steps later, {needed} needed): "
+                         f"{choice}")
 
 
 def checkDataset(path: str, losses: dict[str, float]) -> Dataset:

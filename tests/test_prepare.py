@@ -400,7 +400,8 @@ def test_pca_components_are_checked_on_a_reused_dataset_exactly(tmp_path, monkey
     argv = ["--env", ENV_ID, "--srl-model", "vae", "pca", *TINY, "--srl-config-file", str(tmp_path / "srl.yaml")]
     before = snapshot(str(tmp_path))
     with pytest.raises(UsageError, match=r"^--state-dim 6: PCA cannot find more components than training images "
-                                         r"\(5 in the reused dataset .*_2ep_16x16_sprites_seed0\)$"):
+                                         r"\(5 in the reused dataset .*_2ep_16x16_sprites_seed0\): give a "
+                                         r"--state-dim of at most 5$"):
         prepare.plan(prepare.buildParser().parse_args([*argv, "--state-dim", "6"]))
     assert prepare.plan(prepare.buildParser().parse_args([*argv, "--state-dim", "5"])).generator is None
     assert snapshot(str(tmp_path)) == before

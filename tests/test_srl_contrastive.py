@@ -395,6 +395,15 @@ def test_the_horizon_refusal_names_the_longest_training_episode() -> None:
         checkHorizon({"episode_starts": starts}, train_rows, 50, True)
 
 
+def test_the_horizon_refusal_counts_one_training_frame_in_the_singular() -> None:
+    """One training frame with a partner at the horizon is "1 training frame has", not "1 training frames have"."""
+    starts = np.zeros(80, dtype=bool)
+    starts[[0, 40]] = True  # two episodes of 40 frames, the second held out
+    with pytest.raises(UsageError, match=r"; 1 training frame has a frame 39 steps later, 2 needed\): choose a "
+                                         r"horizon of at most 38$"):
+        checkHorizon({"episode_starts": starts}, np.arange(40), 39, True)
+
+
 def test_too_few_pairs_at_horizon_0_or_1_say_how_many_and_what_to_record(tinyDataset: str) -> None:  # noqa: F811
     """At the default horizons no shorter one can help: the refusal counts the training frames that give a pair (a
     contrastive loss needs 2), instead of saying there is none or naming a horizon 0."""

@@ -125,6 +125,17 @@ BAD_INPUTS = [
      "--foreground-weight 20 weighs the pixels of the reconstruction losses (autoencoder, dae, vae), and none is "
      "trained here (inverse, reward)"),
     ([], "tiny", "give --srl-model NAME"),
+    (["--losses", "autoencoder:1:abc", "inverse:1:8"], "tiny",
+     "--losses 'autoencoder:1:abc': dims 'abc' must be a positive integer"),
+    (["--split-dims", "autoencoder:inf", "--losses", "autoencoder:1"], "tiny",
+     "--split-dims 'autoencoder:inf': dims 'inf' must be a positive integer"),
+    (["--srl-model", "srl_splits", "--state-dim", "1"], "tiny", "--state-dim 1 is too small to split between 2 "
+     "losses (autoencoder, inverse): give a --state-dim of at least 2"),
+    (["--srl-model", "srl_splits", "--losses", "autoencoder:1", "inverse:1", "reward:1", "--state-dim", "2"], "tiny",
+     "--state-dim 2 is too small to split between 3 losses (autoencoder, inverse, reward): give a --state-dim of at "
+     "least 3"),
+    (["--srl-model", "pca", "--state-dim", "151"], "tiny", "--state-dim 151: PCA cannot find more components than "
+     "training images (150): give a --state-dim of at most 150"),
     (["--srl-model", "vae", "--val-split", "1"], "tiny", "--val-split 1 must be in [0, 1)"),
     (["--srl-model", "vae", "--beta", "inf"], "tiny", "--beta inf must be a finite number >= 0"),
     (["--srl-model", "vae", "--foreground-weight", "inf"], "tiny", "--foreground-weight inf must be a finite number"),
