@@ -49,6 +49,11 @@ def test_the_demos_take_no_vis_and_say_what_they_did_not_make(tmp_path, monkeypa
     with pytest.raises(UsageError, match="--prepare-args --srl-model: the demo sets"):
         srl_demo.main(["--log-dir", str(tmp_path / "srl_demo"), "--prepare-args", "--srl-model", "autoencoder"])
     assert not (tmp_path / "srl_demo").exists()
+    capsys.readouterr()
+    # a value prepare refuses is refused before the demo's first line, as the demo's own flags are
+    with pytest.raises(UsageError, match="--epochs"):
+        srl_demo.main(["--log-dir", str(tmp_path / "srl_demo"), "--prepare-args", "--epochs", "0"])
+    assert capsys.readouterr().out == "" and not (tmp_path / "srl_demo").exists()
 
 
 def test_the_demos_say_to_start_visdom_before_training(tmp_path, monkeypatch, capsys):
