@@ -42,12 +42,14 @@ from environments.registry import defaultRenderersText
 from environments.srl_env import RENDERERS
 from rl_baselines.sweeps.executors import checkRayAddress
 from rl_baselines.sweeps.sweep import canonicalPath
+from srl_models.train_config import MAX_STATE_DIM
 from srl_toolbox.cli import (
     MAX_SEED,
     CLIParser,
     UsageError,
     checkOutputFile,
     checkWritableFolder,
+    intInRange,
     nonEmptyText,
     positiveInt,
     seedNumber,
@@ -112,7 +114,8 @@ def buildParser() -> CLIParser:
     parser.add_argument("--eval-episodes", type=positiveInt, default=None, help="episodes per evaluation "
                         f"[{', '.join(f'{p.env} {p.eval_episodes}' for p in PLANS.values())}]")
     parser.add_argument("--srl-seed", type=seedNumber, default=0, help="seed of the datasets and SRL trainings [0]")
-    parser.add_argument("--state-dim", type=positiveInt, default=None, help="SRL state dimension [prepare's per env]")
+    parser.add_argument("--state-dim", type=intInRange(1, MAX_STATE_DIM), default=None,
+                        help=f"SRL state dimension, 1..{MAX_STATE_DIM} [prepare's per env]")
     parser.add_argument("--srl-epochs", type=positiveInt, default=None, help="SRL training epochs [prepare's per env]")
     parser.add_argument("--srl-episodes", type=positiveInt, default=None, help="dataset episodes [prepare's per env]")
     parser.add_argument("--workers", type=positiveInt, default=2, help="runs at a time [2]")
