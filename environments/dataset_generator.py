@@ -101,6 +101,7 @@ from srl_toolbox.cli import (
     checkImageShape,
     checkNameLength,
     checkWritableFolder,
+    hasControlCharacter,
     runCommand,
 )
 from srl_toolbox.files import nameFileOnError, writeJson, writeNpz
@@ -185,6 +186,8 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
     name = config.env.replace("/", "_") if config.name is None else config.name  # (a namespaced id: ns/Env-v0)
     if not name or name in (".", "..") or name.startswith(".") or os.sep in name or (os.altsep or os.sep) in name:
         raise UsageError(f"--name {name!r} must be a plain folder name (no '/', not starting with '.')")
+    if hasControlCharacter(name):
+        raise UsageError(f"--name {name!r} must be a plain folder name, without a control character (a newline, a tab)")
     checkNameLength(name, config.save_path, "--name", PARTIAL_NAME_EXTRA, "dataset folder name")
     if os.path.exists(config.save_path) and not os.path.isdir(config.save_path):
         raise UsageError(f"--save-path {config.save_path!r} is a file, not a folder")

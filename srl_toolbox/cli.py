@@ -32,6 +32,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NoReturn
@@ -387,6 +388,12 @@ def nonEmptyText(raw: str) -> str:
     if not raw.strip():
         raise argparse.ArgumentTypeError(f"{raw!r} is empty: give a value, or leave the flag out")
     return raw
+
+
+def hasControlCharacter(text: str) -> bool:
+    """:return: whether ``text`` holds a control character (a newline, a tab...), which no name of a file or folder
+    should: it breaks the lines that name it (logs, CSV, markdown tables)"""
+    return any(unicodedata.category(char) == "Cc" for char in text)
 
 
 def visdomEnvName(raw: str) -> str:

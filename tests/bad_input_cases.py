@@ -172,6 +172,7 @@ CASES = [
     ("train-read-only-log-dir", TRAIN, [*GT, "--log-dir", "{ro}"], [READ_ONLY_NAME]),
     ("train-tag-with-a-slash", TRAIN, [*GT, "--tag", "a/b"], ["--tag 'a/b'", "'/'"]),
     ("train-tag-to-the-parent", TRAIN, [*GT, "--tag", "../x"], ["--tag '../x'", "'/'"]),
+    ("train-tag-with-a-newline", TRAIN, [*GT, "--tag", "a\nb"], ["--tag 'a\\nb'", "control character"]),
     ("train-broken-plugin", TRAIN, [*GT, "--algo", BROKEN_PLUGIN],
      [f"'{BROKEN_PLUGIN}'", "failed to load", BROKEN_PLUGIN]),
     # --- rl_baselines.pipeline
@@ -261,6 +262,8 @@ CASES = [
      ["--num-cpu 4", "--num-episode 2"]),
     ("generator-force-and-resume", GENERATOR, ["--force", "--resume", "--save-path", "{data}"], ["--force", "--resume"]),
     ("generator-name-with-slash", GENERATOR, ["--name", "../escape", "--save-path", "{data}"], ["'../escape'"]),
+    ("generator-name-with-a-newline", GENERATOR, ["--name", "a\nb", "--save-path", "{data}"],
+     ["--name 'a\\nb'", "control character"]),
     ("generator-name-too-long", GENERATOR, ["--name", "n" * 250, "--save-path", "{data}"], ["--name", "250 bytes"]),
     ("generator-small-images", GENERATOR, ["--img-shape", "3", "8", "8", "--save-path", "{data}"], ["3 8 8"]),
     ("generator-huge-images", GENERATOR, ["--img-shape", "3", "16", "100000", "--save-path", "{data}"],
@@ -418,7 +421,8 @@ CATEGORIES = {
         "train-unknown-augment-loss"],
     "wrong type or range": [
         "train-minibatch-of-one", "fusioner-empty-destination", "plots-output-dir-an-image-name",
-        "train-tag-with-a-slash", "train-tag-to-the-parent", "pipeline-ray-address-not-host-port",
+        "train-tag-with-a-slash", "train-tag-to-the-parent", "train-tag-with-a-newline", "generator-name-with-a-newline",
+        "pipeline-ray-address-not-host-port",
         "pipeline-ray-address-port-out-of-range",
         "train-zero-timesteps", "train-text-timesteps", "train-huge-timesteps", "pipeline-num-gpus-nan", "train-empty-log-dir",
         "pipeline-empty-log-dir", "search-empty-study-name", "train-hyperparam-nan",

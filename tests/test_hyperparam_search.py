@@ -258,6 +258,8 @@ def test_pruned_trial_process_is_stopped(tmp_path):
     (["--n-trial", "3"], "unrecognized arguments: --n-trial 3 (neither hyperparam_search's flags nor train's; did you "
                          "mean --n-trials?)"),
     (["--study-name", "a/b"], "--study-name 'a/b'"),
+    (["--study-name", ".."], "--study-name '..': use letters, digits, '.', '_' and '-' only, starting with a letter or "
+                             "digit"),
     (["--storage", "not a url"], "--storage 'not a url' is not a database URL"),
     (["--storage", "sqlite:////nonexistent_srl_toolbox_dir/x.db"], "the folder /nonexistent_srl_toolbox_dir does not exist"),
     (["--storage", "foo://x"], "--storage 'foo://x': unknown database 'foo'; valid choices: sqlite:///PATH, "

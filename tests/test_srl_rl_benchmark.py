@@ -257,12 +257,26 @@ def test_commands_keep_every_model_on_one_dataset_and_the_config_in_the_bench_fo
     (["--observations", "pixels"], "invalid choice: 'pixels'"),
     (["--seeds", "0"], "must be a positive integer"),
     (["--eval-freq", "5000", "--budget", f"{MOBILE}=1000"], "--eval-freq 5000 is more than the 1000 steps"),
+    (["--state-dim", "100000000"], r"--state-dim: '100000000' is out of range \(1..4096\)"),
+    # prepare's own refusal, made before the bench folder (and named with this command's flags)
+    (["--quick", "--observations", "pca", "--state-dim", "4000"],
+     "--state-dim 4000: PCA cannot find more components than training images, and --srl-episodes 2 give"),
 ])
 def test_bad_inputs_are_refused_before_anything_is_written(tmp_path, argv, message) -> None:
     bench = tmp_path / "bench"
     with pytest.raises(UsageError, match=message):
         cli.main([*argv, "--bench-dir", str(bench), "--env", MOBILE])
     assert not bench.exists()
+
+
+@pytest.mark.parametrize("argv, processes", [(["--quick", "--srl-episodes", "1", "--workers", "2"], "1"),
+                                             (["--workers", "50"], "20"), (["--workers", "3"], "3")])
+def test_prepare_records_with_no_more_processes_than_episodes(argv, processes) -> None:
+    """prepare refuses more recording processes than episodes: --workers is capped at the episodes recorded (MOBILE's
+    default is 20)."""
+    settings = cli.settingsFrom(cli.buildParser().parse_args([*argv, "--env", MOBILE]))
+    prepare = settings.prepareCommand(settings.plans[0])
+    assert prepare[prepare.index("--num-cpu") + 1] == processes
 
 
 def test_report_only_without_finished_runs_writes_nothing(tmp_path, capsys) -> None:

@@ -1,15 +1,17 @@
 """The SRL + RL benchmark's command line: ``python -m benchmarks.srl_rl`` (``make bench-srl-rl``).
 
-``--help`` explains the step budgets. Invariants: every input is checked (budgets, evaluation frequency,
-observations, ``--rerun`` envs, ``--renderer``, the archive's format and that of ``--compare-to``, the train flags,
-writable folders) before anything is written or run; ``--quick`` works in its own folder with its own archive and
-leaves docs/ untouched; an interrupted run archives the runs that finished before it exits.
+``--help`` explains the step budgets. Invariants: every input is checked (budgets, evaluation frequency, observations,
+``--rerun`` envs, ``--renderer``, the archive's format and that of ``--compare-to``, the train flags, prepare's own
+checks of each env's prepare command, writable folders) before anything is written or run; ``--quick`` works in its own
+folder with its own archive and leaves docs/ untouched; an interrupted run archives the runs that finished before it
+exits.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -42,12 +44,15 @@ from environments.registry import defaultRenderersText
 from environments.srl_env import RENDERERS
 from rl_baselines.sweeps.executors import checkRayAddress
 from rl_baselines.sweeps.sweep import canonicalPath
+from srl_models import prepare
+from srl_models.train_config import MAX_STATE_DIM
 from srl_toolbox.cli import (
     MAX_SEED,
     CLIParser,
     UsageError,
     checkOutputFile,
     checkWritableFolder,
+    intInRange,
     nonEmptyText,
     positiveInt,
     seedNumber,
@@ -112,7 +117,8 @@ def buildParser() -> CLIParser:
     parser.add_argument("--eval-episodes", type=positiveInt, default=None, help="episodes per evaluation "
                         f"[{', '.join(f'{p.env} {p.eval_episodes}' for p in PLANS.values())}]")
     parser.add_argument("--srl-seed", type=seedNumber, default=0, help="seed of the datasets and SRL trainings [0]")
-    parser.add_argument("--state-dim", type=positiveInt, default=None, help="SRL state dimension [prepare's per env]")
+    parser.add_argument("--state-dim", type=intInRange(1, MAX_STATE_DIM), default=None,
+                        help=f"SRL state dimension, 1..{MAX_STATE_DIM} [prepare's per env]")
     parser.add_argument("--srl-epochs", type=positiveInt, default=None, help="SRL training epochs [prepare's per env]")
     parser.add_argument("--srl-episodes", type=positiveInt, default=None, help="dataset episodes [prepare's per env]")
     parser.add_argument("--workers", type=positiveInt, default=2, help="runs at a time [2]")
@@ -246,6 +252,24 @@ def checkRenderer(renderer: str, envs: Sequence[str]) -> None:
                      f"{', '.join(offered)}")
 
 
+def checkPrepare(settings: Settings) -> None:
+    """
+    Run prepare's own checks of each env's prepare command (they write nothing), so that a dataset or model setting
+    prepare refuses is refused before the bench folder is made rather than by prepare, env after env, after it.
+
+    :param settings: the benchmark's settings
+    :raises UsageError: prepare refuses a command; its flags are named as this command's (--srl-episodes, ...)
+    """
+    if not settings.models:
+        return
+    for plan in settings.plans:
+        command = settings.prepareCommand(plan)[2:]  # (without "-m srl_models.prepare"; paths relative to the base)
+        try:
+            prepare.plan(prepare.buildParser().parse_args(command))
+        except UsageError as error:
+            raise UsageError(re.sub(r"(?<![\w-])--(episodes|epochs|seed)\b", r"--srl-\1", str(error))) from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
@@ -272,6 +296,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for plan in settings.plans:
         settings.specs(plan)  # train's parser checks the shared flags before anything runs
     os.chdir(settings.base)  # the commands and their paths are relative to the base folder
+    if not args.report_only:
+        checkPrepare(settings)
     machine = machineDescription(("torch", "stable_baselines3", "pybullet"))
     print(f"Machine: {machine}", flush=True)
     failed, finished_now = False, 0

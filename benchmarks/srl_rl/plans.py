@@ -128,6 +128,17 @@ def _unlessGiven(flags: Sequence[str], given: Sequence[str]) -> list[str]:
     return [item for pair in zip(flags[::2], flags[1::2]) if pair[0] not in given for item in pair]
 
 
+def recordingProcesses(workers: int, env_id: str, prepare_flags: Sequence[str]) -> int:
+    """
+    :param workers: the runs at a time (--workers)
+    :param env_id: the env prepared
+    :param prepare_flags: prepare's ``--flag value`` pairs, ``--episodes`` among them where the episodes are given
+    :return: prepare's --num-cpu: ``workers``, but no more than the episodes recorded (prepare refuses more)
+    """
+    episodes = [int(value) for flag, value in zip(prepare_flags[::2], prepare_flags[1::2]) if flag == "--episodes"]
+    return min(workers, episodes[-1] if episodes else prepare.envDefaults(env_id).episodes)
+
+
 def variantFlags(observation: str) -> tuple[str, ...]:
     """:return: the train flags an observation's runs get besides the env's (a variant's, else none)"""
     return VARIANTS[observation].flags if observation in VARIANTS else ()
@@ -591,12 +602,13 @@ class Settings:
         :return: the prepare command line (without the interpreter): all the learned models at once, on one dataset
         """
         renderer = self.envRenderer(plan.env)
+        dataset_flags = [*_unlessGiven(plan.prepare_flags, self.prepare_extra), *self.prepare_extra]
         return ["-m", "srl_models.prepare", "--env", plan.env, "--srl-model", *self.models, *plan.flags,
                 *(["--renderer", renderer] if renderer else []), "--seed", str(self.srl_seed), "--num-cpu",
-                str(self.workers), "--log-folder", self.srl_dir, "--srl-config-file", self.configFile(plan.env),
+                str(recordingProcesses(self.workers, plan.env, dataset_flags)), "--log-folder", self.srl_dir,
+                "--srl-config-file", self.configFile(plan.env),
                 *(["--data-folder", os.path.join(self.bench_dir, "data")] if self.own_datasets else []),
-                *_unlessGiven(plan.prepare_flags, self.prepare_extra), *self.prepare_extra,
-                *(["--no-progress"] if self.no_progress else [])]
+                *dataset_flags, *(["--no-progress"] if self.no_progress else [])]
 
     def specs(self, plan: EnvPlan) -> list[Any]:
         """

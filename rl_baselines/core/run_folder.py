@@ -16,6 +16,7 @@ from typing import Any
 
 from environments import getEnvClass
 from srl_models.base import RUN_RECORD_FILE
+from srl_toolbox.cli import hasControlCharacter
 from srl_toolbox.files import checkFolderStays, readJson
 
 STAMP_FORMAT = "%y-%m-%d_%Hh%M_%S"
@@ -48,10 +49,12 @@ def newStamp(now: datetime.datetime | None = None) -> str:
 def tagRefusal(tag: str) -> str | None:
     """
     :param tag: a ``--tag``, the end of a new run folder's name (``<stamp>_<tag>``)
-    :return: why it cannot be (one line), None when it can: a name, never a path
+    :return: why it cannot be (one line), None when it can: a name, never a path, without control characters
     """
     if not tag or any(separator in tag for separator in filter(None, ("/", os.sep, os.altsep, "\0"))):
         return f"--tag {tag!r}: it ends the run folder's name, so it cannot be empty nor hold '/' (a path)"
+    if hasControlCharacter(tag):
+        return f"--tag {tag!r}: it ends the run folder's name, so it cannot hold a control character (a newline, a tab)"
     return None
 
 

@@ -258,7 +258,8 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         _checkGridSize(space, args["grid_points"])
     study_name = args["study_name"] or f"{args['algo']}_{args['env']}_{args['srl_model']}_{args['optimizer']}"
     if not STUDY_NAME.match(study_name):
-        raise UsageError(f"--study-name {study_name!r}: use letters, digits, '.', '_' and '-' only")
+        raise UsageError(f"--study-name {study_name!r}: use letters, digits, '.', '_' and '-' only, starting with a "
+                         f"letter or digit")
     checkWritableFolder(args["log_dir"], "--log-dir")  # (before the storage URL, which is made from it)
     root = os.path.join(args["log_dir"], SEARCH_FOLDER)
     storage_url = args["storage"] or f"sqlite:///{os.path.abspath(os.path.join(root, study_name + '.db'))}"
