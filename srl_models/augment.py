@@ -12,12 +12,14 @@ given.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
 from torch.nn import functional as F
 
 PAD = 4  # pixels, DrQ-v2's and RAD's choice
+MAX_PAD = 16  # the largest shift a training may ask for (srl_models.train --shift-pad)
 
 Augmentation = Callable[[torch.Tensor, "torch.Generator | None"], torch.Tensor]
 
@@ -48,3 +50,14 @@ def randomShift(images: torch.Tensor, generator: torch.Generator | None = None, 
 
 
 AUGMENTATIONS: dict[str, Augmentation] = {"none": noAugmentation, "shift": randomShift}
+
+
+def makeAugmentation(name: str, pad: int = PAD) -> Augmentation:
+    """
+    :param name: an augmentation's name (:data:`AUGMENTATIONS`)
+    :param pad: ``shift``'s largest shift in pixels (the others take none)
+    :return: the augmentation
+    """
+    if name == "shift" and pad != PAD:
+        return functools.partial(randomShift, pad=pad)
+    return AUGMENTATIONS[name]

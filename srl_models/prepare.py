@@ -43,7 +43,7 @@ from environments.partial_folder import differingText
 from environments.registry import defaultRenderersText, unknownEnvText
 from environments.srl_env import REFERENCE_RENDERER, RENDERERS
 from srl_models import train
-from srl_models.augment import AUGMENTATIONS
+from srl_models.augment import AUGMENTATIONS, MAX_PAD, PAD
 from srl_models.base import DATASET_FINGERPRINT_KEY, missingWeights
 from srl_models.config import SRLLookupError, defaultConfigFile, readSRLConfig, registerModel
 from srl_models.evaluate import PROBE_FILE, SINGLE_EPISODE
@@ -173,8 +173,11 @@ def buildParser() -> CLIParser:
                              "a pca prepared with other --epochs is reused) [per env]")
     parser.add_argument("--augment", choices=tuple(AUGMENTATIONS), default=None,
                         help="augmentation of the views every model's losses see: none or shift (a random shift of "
-                             "up to 4 pixels; pca and random train no loss: they take none, with a warning) "
+                             "up to --shift-pad pixels; pca and random train no loss: they take none, with a warning) "
                              "[none; curl: shift]")
+    parser.add_argument("--shift-pad", type=intInRange(1, MAX_PAD), default=None,
+                        help=f"--augment shift's largest shift in pixels, 1..{MAX_PAD}, for the models whose views are "
+                             f"shifted [{PAD}]")
     addSeedArgument(parser, help="seed of the dataset and of the training [0]")
     parser.add_argument("--num-cpu", type=positiveInt, default=None,
                         help="dataset recording processes [the CPU count, at most --episodes]")
@@ -277,7 +280,7 @@ def trainingSettings(config: SRLTrainConfig, dataset_folder: str) -> dict[str, A
     """
 
     name, losses, split, state_dim = resolveModel(config)
-    entries = {"augment": None, "horizon": None, "tau": None, "updates": None,
+    entries = {"augment": None, "shift_pad": None, "horizon": None, "tau": None, "updates": None,
                **trainingEntries(resolveTraining(config, losses))}
     # a model that trains no loss (pca, random) has no epochs: one trained with any --epochs is the same model
     return {"srl_model": name, "state_dim": state_dim, "losses": losses, "split_dims": split or None,
@@ -379,6 +382,16 @@ def checkPCAComponents(config: SRLTrainConfig, env_id: str, episodes: int, reuse
                          f"most {most}, or more --episodes")
 
 
+def shiftsViews(config: SRLTrainConfig) -> bool:
+    """
+    :param config: one model's training settings
+    :return: whether its views are shifted (``--augment shift``, given or its losses' default)
+    :raises UsageError: an inconsistent model choice (from srl_models.train_choices)
+    """
+    _, losses, _, _ = resolveModel(config)
+    return resolveTraining(config, losses)["augment"] == "shift"
+
+
 def plan(args: argparse.Namespace) -> Plan:
     """
     Check every input and decide what to record and train; nothing is written.
@@ -439,15 +452,19 @@ def plan(args: argparse.Namespace) -> Plan:
         # --augment goes to the models that train a loss (pca and random have no views to augment); --epochs to all,
         # recorded in every recipe as before, though pca and random have no epochs (their reuse does not compare them)
         trains_a_loss = trainsLoss(model)
-        training[model] = train.checkSettings(SRLTrainConfig(
-            data_folder=dataset_folder, srl_model=model, state_dim=state_dim,
-            epochs=epochs, seed=args.seed,
-            augment=args.augment if trains_a_loss else None, log_folder=args.log_folder, device=args.device,
-            no_progress=args.no_progress))
+        config = SRLTrainConfig(data_folder=dataset_folder, srl_model=model, state_dim=state_dim, epochs=epochs,
+                                seed=args.seed, augment=args.augment if trains_a_loss else None,
+                                log_folder=args.log_folder, device=args.device, no_progress=args.no_progress)
+        if args.shift_pad is not None and shiftsViews(config):  # (--shift-pad goes to the models it reaches)
+            config = dataclasses.replace(config, shift_pad=args.shift_pad)
+        training[model] = train.checkSettings(config)
         expected[model] = trainingSettings(training[model], dataset_folder)
         if issubclass(trainableModels()[model], PCAModel):
             checkPCAComponents(training[model], args.env, episodes, reuse_dataset, defaults.max_steps)
     unreached = [model for model in names if not trainsLoss(model)]
+    if args.shift_pad is not None and not any(config.shift_pad for config in training.values()):
+        warnings.warn(f"--shift-pad {args.shift_pad} does nothing here: no model's views are shifted (--augment shift, "
+                      f"or curl's default)", UsageWarning)
     if args.augment not in (None, "none") and unreached:  # (srl_models.train refuses it for them)
         warnings.warn(f"--augment {args.augment} does nothing for --srl-model {', '.join(unreached)}: "
                       f"{'it trains' if len(unreached) == 1 else 'they train'} no loss (no views to augment)",

@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from environments.dataset import Dataset
+from srl_models.augment import PAD
 from srl_models.base import DATASET_ENV_KEY, DATASET_FINGERPRINT_KEY, EXP_CONFIG_FILE
 from srl_models.evaluate import evaluateModel, summaryLine
 from srl_models.losses import LOSSES
@@ -295,6 +296,7 @@ def fitModel(model: Any, dataset: Dataset, images: np.ndarray, train_rows: np.nd
     settings = TrainSettings(epochs=config.epochs, batch_size=training["batch_size"],
                              learning_rate=config.learning_rate, patience=config.patience, seed=config.seed,
                              progress=not config.no_progress, updates=training["updates"], augment=training["augment"],
+                             shift_pad=training.get("shift_pad") or PAD,
                              tau=training["tau"] or 0.0,  # horizon None: no pairs (1: unused); curl's 0 kept
                              horizon=1 if training["horizon"] is None else training["horizon"])
     try:

@@ -15,6 +15,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from srl_models.augment import PAD
 from srl_models.config import preparable
 from srl_models.losses import LOSSES
 from srl_models.models import LearnedSRLModel
@@ -195,12 +196,14 @@ def resolveTraining(config: SRLTrainConfig, losses: dict[str, float]) -> dict[st
 
     :param config: the training's settings
     :param losses: the losses to train (from :func:`resolveModel`)
-    :return: {"batch_size", "augment", "horizon" (None: no pairs), "tau" (None: no momentum target), "updates"}; the
-        exp_config records batch_size, and each other entry when it is not None (augment: when not "none")
+    :return: {"batch_size", "augment", "shift_pad" (None: no shift), "horizon" (None: no pairs), "tau" (None: no
+        momentum target), "updates"}; the exp_config records batch_size, and each other entry when it is not None
+        (augment: when not "none"; shift_pad: when not PAD)
     :raises UsageError: --augment, --updates, --learning-rate, --batch-size or --patience without a loss (pca, random;
         srl_models.train's command line refuses --epochs too), --foreground-weight without a reconstruction loss,
         losses that need pairs at different distances, --horizon or --tau for losses that do not read them, a
-        contrastive loss with a minibatch that cannot hold a negative, curl without augmentation
+        contrastive loss with a minibatch that cannot hold a negative, curl without augmentation, --shift-pad
+        without the shift
     """
     classes = {name: LOSSES[name] for name in losses}
     if "vae" not in losses and config.beta != SRLTrainConfig.beta:
@@ -253,8 +256,13 @@ def resolveTraining(config: SRLTrainConfig, losses: dict[str, float]) -> dict[st
     if augment == "none" and any(loss.PAIRS and loss.HORIZON == 0 for loss in classes.values()):
         raise UsageError("--augment none: the curl loss contrasts two augmentations of one frame, without augmentation "
                          "they are the same image; choose --augment shift")
-    return {"batch_size": int(batch_size), "augment": augment, "horizon": horizon, "tau": tau,
-            "updates": config.updates}
+    if config.shift_pad is not None and augment != "shift":
+        raise UsageError(f"--shift-pad {config.shift_pad} sets --augment shift's largest shift, and the views here are "
+                         f"not shifted (--augment {augment}"
+                         + (f"; --srl-model {config.srl_model} trains no loss)" if not losses else ")"))
+    shift_pad = (config.shift_pad or _lossDefault(losses, "shift_pad") or PAD) if augment == "shift" else None
+    return {"batch_size": int(batch_size), "augment": augment, "shift_pad": shift_pad, "horizon": horizon,
+            "tau": tau, "updates": config.updates}
 
 
 def trainingEntries(training: dict[str, Any]) -> dict[str, Any]:
@@ -267,6 +275,8 @@ def trainingEntries(training: dict[str, Any]) -> dict[str, Any]:
     entries: dict[str, Any] = {"batch_size": training["batch_size"]}
     if training["augment"] != "none":
         entries["augment"] = training["augment"]
+    if training.get("shift_pad") not in (None, PAD):  # (a model shifted by PAD keeps the recipe it had before)
+        entries["shift_pad"] = training["shift_pad"]
     for key in ("horizon", "tau", "updates"):
         if training[key] is not None and (key != "horizon" or training["tau"] is not None or training[key] != 1):
             entries[key] = training[key]

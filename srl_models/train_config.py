@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from srl_models.augment import AUGMENTATIONS
+from srl_models.augment import AUGMENTATIONS, MAX_PAD, PAD
 from srl_models.losses import ATCLoss, CURLLoss
 from srl_models.models import LearnedSRLModel, SRLCombinationModel
 from srl_toolbox.cli import intInRange, positiveFloat, positiveInt, seedNumber
@@ -48,8 +48,10 @@ class SRLTrainConfig:
                                      f"{_CURL['batch_size']}]",
                                      parse=positiveInt)
     augment: str | None = setting(None, "augmentation of each view a loss sees: none, or shift (a random shift of up "
-                                  "to 4 pixels, border repeated, DrQ-v2's) [none; curl: shift]",
+                                  "to --shift-pad pixels, border repeated, DrQ-v2's) [none; curl: shift]",
                                   choices=tuple(AUGMENTATIONS), metavar="{" + ",".join(AUGMENTATIONS) + "}")
+    shift_pad: int | None = setting(None, f"--augment shift: the largest shift in pixels, 1..{MAX_PAD} [{PAD}]",
+                                    parse=intInRange(1, MAX_PAD))
     horizon: int | None = setting(None, "atc: the distance k of its pairs (frames t and t+k of one episode) "
                                   f"[atc: {_ATC['horizon']}]",
                                   parse=positiveInt)

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from srl_models.augment import AUGMENTATIONS, Augmentation
+from srl_models.augment import AUGMENTATIONS, PAD, Augmentation, makeAugmentation
 from srl_models.losses import Batch, foregroundMask
 from srl_models.network import SRLNetwork
 
@@ -86,7 +86,11 @@ def trainingPlan(losses: dict[str, float], training: dict, epochs: int) -> str:
     updates = training["updates"]
     length = f"{updates} update{'s' * (updates != 1)}" if updates else f"at most {epochs} epoch{'s' * (epochs != 1)}"
     tau = "" if training["tau"] is None else f"momentum target tau {training['tau']:g}"
-    parts = [f"{length} of minibatches of {training['batch_size']}", f"augment {training['augment']}",
+    pad = training.get("shift_pad")
+    augment = f"augment {training['augment']}"
+    if pad not in (None, PAD):
+        augment += f" (up to {pad} pixel{'s' * (pad != 1)})"
+    parts = [f"{length} of minibatches of {training['batch_size']}", augment,
              pairsText(training["horizon"]), tau]
     return ", ".join(part for part in parts if part)
 
@@ -308,6 +312,7 @@ class TrainSettings:
     :param updates: optimiser steps in all (None: ``epochs`` epochs); the last epoch stops after the last step
     :param horizon: pair distance h of the pair losses (rows t and t + h of one episode)
     :param augment: the augmentation of each view (srl_models.augment.AUGMENTATIONS)
+    :param shift_pad: the ``shift`` augmentation's largest shift in pixels
     :param tau: the momentum target's step after each optimiser step (losses with a target encoder)
     """
 
@@ -320,6 +325,7 @@ class TrainSettings:
     updates: int | None = None
     horizon: int = 1
     augment: str = "none"
+    shift_pad: int = PAD
     tau: float = 0.01
 
 
@@ -338,7 +344,7 @@ def _meanTerms(network: SRLNetwork, data: TrainingData, chunks: list[np.ndarray]
     sums: dict[str, float] = {}
     seen = 0
     horizon = settings.horizon if network.pairs else None
-    augment = AUGMENTATIONS[settings.augment]
+    augment = makeAugmentation(settings.augment, settings.shift_pad)
     for chunk in chunks:
         terms = network.lossTerms(data.batch(chunk, network, horizon, generator, augment))
         total = network.total(terms)

@@ -192,6 +192,21 @@ def test_augment_for_a_model_without_a_loss_is_one_warning(tmp_path, monkeypatch
     assert not os.listdir(tmp_path)  # nothing written by the checks
 
 
+def test_the_shift_pad_reaches_the_models_whose_views_are_shifted(tmp_path, monkeypatch):
+    """--shift-pad goes to each model whose views are shifted (curl by default, any with --augment shift) and to no
+    other (srl_models.train refuses it there); reaching none is one warning."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["--env", ENV_ID, "--episodes", "2", "--img-shape", "3", "16", "16", "--device", "cpu", "--shift-pad", "2"]
+    todo = prepare.plan(prepare.buildParser().parse_args([*argv, "--srl-model", "vae", "curl", "pca"]))
+    assert {model: config.shift_pad for model, config in todo.training.items()} == {"vae": None, "curl": 2, "pca": None}
+    assert todo.expected["curl"]["shift_pad"] == 2 and todo.expected["vae"]["shift_pad"] is None
+    todo = prepare.plan(prepare.buildParser().parse_args([*argv, "--srl-model", "vae", "pca", "--augment", "shift"]))
+    assert {model: config.shift_pad for model, config in todo.training.items()} == {"vae": 2, "pca": None}
+    with pytest.warns(UserWarning, match="--shift-pad 2 does nothing here: no model's views are shifted"):
+        prepare.plan(prepare.buildParser().parse_args([*argv, "--srl-model", "vae"]))
+    assert not os.listdir(tmp_path)
+
+
 def test_train_finds_the_prepared_model_from_another_folder(prepared, tmp_path):
     elsewhere = tmp_path / "notebooks"
     elsewhere.mkdir()

@@ -20,7 +20,7 @@ from tqdm import tqdm
 from environments.dataset import Dataset
 from srl_models import train as train_module
 from srl_models import trainer
-from srl_models.augment import AUGMENTATIONS, PAD, randomShift
+from srl_models.augment import AUGMENTATIONS, PAD, makeAugmentation, randomShift
 from srl_models.metrics import heldOutEpisodes, linearProbe
 from srl_models.models import ATCModel, CURLModel, RandomModel
 from srl_models.network import SRLNetwork
@@ -56,6 +56,18 @@ def test_random_shift_is_a_crop_of_the_padded_image_for_any_size() -> None:
     generator = torch.Generator().manual_seed(5)
     state = generator.get_state()
     assert AUGMENTATIONS["none"](images, generator) is images and torch.equal(generator.get_state(), state)
+
+
+def test_the_shift_pad_bounds_each_shift() -> None:
+    """--shift-pad P: every view moves by at most P pixels each way, and by each of them (P = 1 gives the 9 offsets)."""
+    images = torch.zeros(400, 1, 16, 16)
+    images[:, :, 8, 8] = 1.0  # one lit pixel: where it lands is the shift
+    for pad in (1, 2, PAD):
+        shifted = makeAugmentation("shift", pad)(images, torch.Generator().manual_seed(0))
+        rows, cols = torch.nonzero(shifted[:, 0] > 0.5, as_tuple=True)[1:]
+        moves = {(int(r) - 8, int(c) - 8) for r, c in zip(rows, cols)}
+        assert moves == {(dy, dx) for dy in range(-pad, pad + 1) for dx in range(-pad, pad + 1)}, (pad, moves)
+    assert makeAugmentation("shift") is randomShift and makeAugmentation("none") is AUGMENTATIONS["none"]
 
 
 # --- pairs at a horizon, augmented views, the momentum target ---------------------------------------------------------
@@ -299,6 +311,23 @@ def test_augment_shift_for_a_2018_loss_is_recorded(tinyDataset: str, tmp_path) -
     assert not torch.equal(weights[0]["encoder.to_state.weight"], weights[1]["encoder.to_state.weight"])
 
 
+def test_the_shift_pad_is_recorded_where_it_is_not_the_default(tinyDataset: str, tmp_path, capsys,  # noqa: F811
+                                                               ) -> None:
+    configs = {}
+    for name, args in (("default", []), ("pad1", ["--shift-pad", "1"]), ("pad4", ["--shift-pad", str(PAD)])):
+        folder = trained(tinyDataset, tmp_path / name, "--srl-model", "curl", "--updates", "2", "--batch-size", "8",
+                         *args)
+        with open(os.path.join(folder, "exp_config.json"), encoding="utf-8") as handle:
+            configs[name] = json.load(handle)
+    out = capsys.readouterr().out
+    assert configs["pad1"]["shift_pad"] == 1 and "augment shift (up to 1 pixel)," in out
+    # PAD, given or not, is the recipe curl had before the flag existed: no key, the same recipe for prepare
+    assert "shift_pad" not in configs["default"] and "shift_pad" not in configs["pad4"]
+    recipes = [trainingSettings(SRLTrainConfig(data_folder=tinyDataset, srl_model="curl", shift_pad=pad), tinyDataset)
+               for pad in (None, PAD, 1)]
+    assert recipes[0] == recipes[1] != recipes[2] and recipes[2]["shift_pad"] == 1
+
+
 # --- the linear probe --------------------------------------------------------------------------------------------------
 
 
@@ -346,6 +375,10 @@ BAD_INPUTS = [
     (["--losses", "atc:1", "inverse:1", "--horizon", "2"], "the losses read pairs of frames at different distances "
                                                            "(inverse: 1, atc: 2)"),
     (["--srl-model", "vae", "--updates", "0"], "argument --updates: '0' must be a positive integer"),
+    (["--srl-model", "vae", "--shift-pad", "2"], "--shift-pad 2 sets --augment shift's largest shift, and the views "
+                                                 "here are not shifted (--augment none)"),
+    (["--srl-model", "pca", "--shift-pad", "2"], "(--augment none; --srl-model pca trains no loss)"),
+    (["--srl-model", "curl", "--shift-pad", "0"], "argument --shift-pad: '0' is out of range (1..16)"),
 ]
 
 
