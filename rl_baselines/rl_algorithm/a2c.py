@@ -21,3 +21,9 @@ class A2CModel(StableBaselinesRLObject):
         "max_grad_norm": Hyperparam(0.5, "gradient clipping norm", bounds=CLIP_NORM, search=(0.1, 5.0)),
         "rms_prop_eps": Hyperparam(1e-5, "RMSprop epsilon", bounds=POSITIVE, search=(1e-6, 1e-2, "log")),
     }
+
+    @classmethod
+    def threadsHelp(cls, image_observations: bool) -> bool:
+        """:return: False: its updates of n_steps x n_envs frames ran faster on one CPU thread than on two, on images
+        too (2 cores; docs/benchmarks.md, "Torch threads for a2c, sac and SmallCNN")"""
+        return False
