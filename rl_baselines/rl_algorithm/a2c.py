@@ -25,5 +25,5 @@ class A2CModel(StableBaselinesRLObject):
     @classmethod
     def threadsHelp(cls, image_observations: bool) -> bool:
         """:return: False: its updates of n_steps x n_envs frames ran faster on one CPU thread than on two, on images
-        too (2 cores; docs/benchmarks.md, "Torch threads for a2c, sac and SmallCNN")"""
+        too (2 cores; docs/benchmarks.md, "Torch threads per algorithm on images")"""
         return False

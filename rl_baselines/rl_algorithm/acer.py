@@ -262,6 +262,12 @@ class ACERModel(TorchActorCritic):
         "lr_schedule": LR_SCHEDULE,
     }
 
+    @classmethod
+    def threadsHelp(cls, image_observations: bool) -> bool:
+        """:return: False: its updates of n_steps x n_envs frames ran 1.16-1.26x faster on one CPU thread than on two,
+        on images too (2 cores; docs/benchmarks.md, "Torch threads per algorithm on images")"""
+        return False
+
     def __init__(self) -> None:
         super().__init__()
         self.policy: ACERNetwork | None = None

@@ -80,6 +80,12 @@ class ACKTRModel(TorchActorCritic):
         "lr_schedule": LR_SCHEDULE,
     }
 
+    @classmethod
+    def threadsHelp(cls, image_observations: bool) -> bool:
+        """:return: False: its K-FAC updates of n_steps x n_envs frames ran 1.09-1.24x faster on one CPU thread than
+        on two, on images too (2 cores; docs/benchmarks.md, "Torch threads per algorithm on images")"""
+        return False
+
     def __init__(self) -> None:
         super().__init__()
         self.policy: ActorCriticNetwork | None = None
