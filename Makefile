@@ -69,8 +69,9 @@ test-fast: install
 
 # The speed figures, each appended to docs/benchmarks.md with its command and machine: envs (mobile robots, Kuka,
 # every env), env worker start, renderers, ppo2 on Kuka under each physics and renderer, datasets, the train loop,
-# ppo2 through a trained VAE, the frozen SRL encoder's forward pass, ppo2 from raw pixels on shared cores, sweeps. Each script runs alone at smaller
-# settings (its --help; --results-file FILE or --no-append keeps a trial out of docs/benchmarks.md).
+# ppo2 through a trained VAE, the frozen SRL encoder's forward pass, ppo2 from raw pixels on shared cores, sweeps.
+# Each script runs alone at smaller settings (its --help; --results-file FILE or --no-append keeps a trial out of
+# docs/benchmarks.md).
 bench: install
 	$(PY) -m benchmarks.env_speed
 	$(PY) -m benchmarks.env_start

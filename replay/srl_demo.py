@@ -13,7 +13,6 @@ import argparse
 import glob
 import os
 import shlex
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -93,9 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     prepare_argv = ["--env", ENV_ID, "--srl-model", "vae", "--seed", str(args.seed), "--data-folder",
                     os.path.join(args.log_dir, "data"), "--log-folder", os.path.join(args.log_dir, "srl"),
                     "--srl-config-file", config_file, *args.prepare_args]
-    with warnings.catch_warnings():  # (prepare's own call below shows the checks' warnings)
-        warnings.simplefilter("ignore")
-        prepare.plan(prepare.buildParser().parse_args(prepare_argv))  # a bad --prepare-args before the first line
+    prepare.checkCommand(prepare_argv)  # a bad --prepare-args is refused before the first line
     # the hint comes first: the server must be up when step 2's training ends its first episode
     print(f"Step 1/3: dataset and VAE for {ENV_ID} (srl_models.prepare)."
           + liveCurveHint(args, before="step 2 (ppo2) begins"), flush=True)

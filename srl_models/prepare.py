@@ -539,6 +539,20 @@ def probeNote(rows: list[dict[str, Any]], episodes: int) -> str | None:
     return f"probe R2 - ({', '.join(missing)}): {why}"
 
 
+def checkCommand(argv: Sequence[str]) -> Plan:
+    """
+    The command's checks of a prepare command line that another command runs later, before it starts: nothing is
+    written and no warning shown (the prepare run itself shows its checks' warnings, once).
+
+    :param argv: the prepare command line (without ``-m srl_models.prepare``)
+    :return: its plan
+    :raises UsageError: bad input (one line), as the command would refuse it
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return plan(buildParser().parse_args(argv))
+
+
 def prepare(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """
     Everything the command does.

@@ -13,7 +13,6 @@ import dataclasses
 import os
 import re
 import sys
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -266,9 +265,7 @@ def checkPrepare(settings: Settings) -> None:
     for plan in settings.plans:
         command = settings.prepareCommand(plan)[2:]  # (without "-m srl_models.prepare"; paths relative to the base)
         try:
-            with warnings.catch_warnings():  # (prepare's own run shows its checks' warnings, once)
-                warnings.simplefilter("ignore")
-                prepare.plan(prepare.buildParser().parse_args(command))
+            prepare.checkCommand(command)
         except UsageError as error:
             raise UsageError(re.sub(r"(?<![\w-])--(episodes|epochs|seed)\b", r"--srl-\1", str(error))) from None
 
