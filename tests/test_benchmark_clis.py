@@ -66,6 +66,8 @@ CASES = [
     ("renderer_gtc", ["--srl-model", "foo", *GTC_SMALL], ["--srl-model", "'foo'", "vae", "srl_splits"]),
     ("renderer_gtc", ["--srl-model", "downsample", *GTC_SMALL], ["--srl-model", "'downsample'", "vae"]),
     ("srl_speed", ["--steps", "0"], ["--steps", "'0'"]),
+    ("argument_checks", ["--rounds", "0"], ["--rounds", "'0'"]),
+    ("argument_checks", ["--modes", "pixels"], ["--modes", "'pixels'", "ground_truth", "raw_pixels"]),
     ("vec_env_speed", ["--num-cpu", "1"], ["--num-cpu 1", "2 or more"]),
     ("vec_env_speed", ["--cases", "MobileRobotGymEnv-v0:pca"],
      ["'MobileRobotGymEnv-v0:pca'", "ground_truth, raw_pixels, vae"]),
@@ -185,7 +187,8 @@ def test_every_benchmark_command_is_covered() -> None:
     assert {module for module, _, _ in CASES} >= {
         "env_speed", "all_envs_speed", "render_speed", "kuka_speed", "dataset_speed", "train_speed", "kuka_ppo_speed",
         "device_speed", "sweep_speed", "profile_runs", "masked_moves", "learning", "srl_table", "renderer_gtc",
-        "srl_speed", "srl_epoch_speed", "cnn_features", "env_start", "shared_cores", "vec_env_speed"}
+        "srl_speed", "srl_epoch_speed", "cnn_features", "env_start", "shared_cores", "vec_env_speed",
+        "argument_checks"}
 
 
 class _Built(Exception):

@@ -1,11 +1,14 @@
 """What the speed benchmarks print: all_envs_speed a Machine line and the table's header before its rows, as the
 others do; train_speed one line per measurement (no run folders of its timed runs), a seed that never reached the
-target said in words."""
+target said in words; argument_checks times ppo2 both ways."""
 from __future__ import annotations
 
 import os
 
-from benchmarks import all_envs_speed, train_speed
+from stable_baselines3 import PPO
+from torch.distributions import Distribution
+
+from benchmarks import all_envs_speed, argument_checks, train_speed
 
 
 def test_all_envs_speed_prints_the_machine_and_the_header(monkeypatch, capsys) -> None:
@@ -41,3 +44,23 @@ def test_train_speed_shows_the_count_and_time_left_and_says_where_it_appended(tm
         f"[{done}/4, about 0 min left" for done in range(1, 5)]
     assert "] repeat 1: toolbox 1.00 s" in lines[1] and "] seed 1: steps to mean reward 150: 500" in lines[3]
     assert lines[-1] == f"appended to {os.path.relpath(results)}" and "## Train loop, ppo2" in results.read_text()
+
+
+def test_argument_checks_times_ppo2_without_and_with_torchs_checks(tmp_path, monkeypatch, capsys) -> None:
+    seen = []
+    original = PPO.train
+
+    def train(self, *args, **kwargs):
+        seen.append(Distribution._validate_args)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(PPO, "train", train)
+    monkeypatch.setattr(argument_checks, "warmSprites", lambda: (0.0, 0))
+    results = tmp_path / "results.md"
+    rows = argument_checks.main(["--modes", "ground_truth", "--steps", "256", "--rounds", "2", "--results-file",
+                                 str(results)])
+    assert [row["mode"] for row in rows] == ["ground_truth"] and len(rows[0]["checked"]) == 2
+    assert False in seen and True in seen  # the two ways really differ
+    out = capsys.readouterr().out
+    assert "| ground_truth | " in out and out.count("without the checks:") == 2
+    assert "## ppo2 without and with torch.distributions' argument checks" in results.read_text()

@@ -53,6 +53,7 @@ from rl_baselines.core.training_state import (
 )
 from rl_baselines.envs.factory import saveNormalisation
 from rl_baselines.rl_algorithm.augmented_buffers import AugmentedBuffer, bufferKeywords
+from rl_baselines.rl_algorithm.finite_training import PARAMETER_CHECK_STEPS, FiniteTraining, withoutArgumentChecks
 from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS, extractorName
 from rl_baselines.rl_algorithm.model_data import (
     LinearSchedule,
@@ -421,22 +422,27 @@ class StableBaselinesRLObject(BaseRLObject):
         """
         SB3's ``learn`` with the training callback (an SB3 one, the train command's TrainingCallbacks, as it is; an
         old-style one adapted: :func:`sb3Callback`; the callbacks read num_timesteps from the SB3 model), then
-        ``more`` callbacks; :class:`PendingEpisodes` before them all, and an on-policy learner's log rows written by
-        :class:`RolloutLogs` after them.
+        ``more`` callbacks; :class:`FiniteTraining` and :class:`PendingEpisodes` before them all, and an on-policy
+        learner's log rows written by :class:`RolloutLogs` after them. An on-policy learner's ``learn`` runs without
+        torch.distributions' argument checks, which FiniteTraining stands in for (its parameters are checked at each
+        rollout start, before any action is drawn from them: rl_baselines.rl_algorithm.finite_training).
 
         :param total_timesteps: the step count at which training ends
         :param callback: the training callback ``train`` received
         :param settings: the run's settings (a continued or resumed model goes on with its step count)
         :param more: SB3 callbacks run after it (gail's discriminator update)
         """
-        callbacks = [PendingEpisodes(self), sb3Callback(callback), *more]
+        on_policy = isinstance(self.model, OnPolicyAlgorithm)
+        callbacks = [FiniteTraining(0 if on_policy else PARAMETER_CHECK_STEPS), PendingEpisodes(self),
+                     sb3Callback(callback), *more]
         options: dict[str, Any] = {}
-        if isinstance(self.model, OnPolicyAlgorithm):
+        if on_policy:
             log_interval = learnDefault(type(self.model), "log_interval")
             callbacks.append(RolloutLogs(self, log_interval))
             options["log_interval"] = None  # (SB3 would count the rollouts from this learn's start)
-        self.model.learn(total_timesteps=total_timesteps, callback=callbacks[0] if len(callbacks) == 1 else
-                         CallbackList(callbacks), reset_num_timesteps=not settings.continue_from, **options)
+        with withoutArgumentChecks() if on_policy else contextlib.nullcontext():
+            self.model.learn(total_timesteps=total_timesteps, callback=CallbackList(callbacks),
+                             reset_num_timesteps=not settings.continue_from, **options)
 
 
 def learnDefault(model_class: type, name: str) -> Any:

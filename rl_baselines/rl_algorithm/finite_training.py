@@ -1,0 +1,96 @@
+"""An on-policy SB3 ``learn`` without torch.distributions' argument checks, and the cheaper checks standing in.
+
+torch checks a distribution's parameters, and the values ``log_prob`` is given, on every call unless told otherwise;
+an SB3 policy builds a distribution for each step it acts and for each minibatch it trains on, so on a
+low-dimensional state the checks are a visible share of a step. What they caught in a training run is a policy that
+diverged (NaN or inf in its weights, then in its outputs) or an env that returned NaN. :func:`withoutArgumentChecks`
+turns them off for a ``learn`` call (the process's setting is put back after it, whatever happens), and
+:class:`FiniteTraining`, the first of the callbacks, raises :class:`TrainingDiverged` instead:
+
+- at a rollout's start, before any other callback (a checkpoint) sees the model and before an action is drawn, when
+  the policy's parameters hold NaN or inf: at every rollout start of an on-policy learner, whose parameters change
+  only between rollouts, so that no action is ever drawn from diverged weights;
+- at every step, when the actions the policy chose, or the observations it will act on next, hold NaN or inf
+  (floating-point arrays only: images and discrete actions cannot).
+
+An off-policy learner updates between the steps of what SB3 calls rollouts (one step each by default) and may hold
+large networks: it keeps torch's checks (they guard SAC's sampled actions), and its parameters are checked no more
+than once per :data:`PARAMETER_CHECK_STEPS` steps, which gives DQN's and TD3's deterministic policies, which no
+distribution checks, an error where their training went on with NaN weights. The checks draw no random number: a run
+trains exactly as with torch's checks on.
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+from stable_baselines3.common.callbacks import BaseCallback
+from torch.distributions import Distribution
+
+from srl_toolbox.errors import CommandFailed
+
+PARAMETER_CHECK_STEPS = 1000
+
+
+class TrainingDiverged(CommandFailed):
+    """Training produced NaN or inf: one line on the command line (``error: ...``, exit code 1)."""
+
+
+@contextlib.contextmanager
+def withoutArgumentChecks() -> Iterator[None]:
+    """Turn off torch.distributions' default argument checks inside the block; the setting before it is put back."""
+    before = Distribution._validate_args  # (torch has a setter, no getter)
+    Distribution.set_default_validate_args(False)
+    try:
+        yield
+    finally:
+        Distribution.set_default_validate_args(before)
+
+
+def _finite(value: Any) -> bool:
+    """:return: False when a floating-point array (or one of a dict's) holds NaN or inf"""
+    if isinstance(value, dict):
+        return all(_finite(item) for item in value.values())
+    array = np.asarray(value) if value is not None else None
+    return array is None or not np.issubdtype(array.dtype, np.inexact) or bool(np.isfinite(array).all())
+
+
+def parametersFinite(module: torch.nn.Module) -> bool:
+    """:return: whether every parameter of ``module`` is finite (one sum per tensor, then a single test: a sum that
+    overflows counts as not finite, as weights that large have diverged)"""
+    sums = [parameter.detach().sum() for parameter in module.parameters()]
+    return not sums or bool(torch.stack(sums).sum().isfinite())
+
+
+class FiniteTraining(BaseCallback):
+    """
+    Raises :class:`TrainingDiverged` when the policy's parameters, its actions or the observations hold NaN or inf.
+
+    :param every: steps between two checks of the parameters at rollout starts (0: every rollout start)
+    """
+
+    def __init__(self, every: int = 0) -> None:
+        super().__init__()
+        self.every = every
+        self.checked_at: int | None = None
+
+    def _on_rollout_start(self) -> None:
+        steps = self.model.num_timesteps
+        if self.checked_at is not None and steps - self.checked_at < self.every:
+            return
+        self.checked_at = steps
+        if not parametersFinite(self.model.policy):
+            raise TrainingDiverged(f"training diverged by step {steps:,}: the policy's parameters hold NaN or inf "
+                                   f"(a smaller learning rate usually helps)")
+
+    def _on_step(self) -> bool:
+        if not _finite(self.locals.get("actions")):
+            raise TrainingDiverged(f"training diverged at step {self.model.num_timesteps:,}: the policy's actions "
+                                   f"hold NaN or inf (from its parameters or from the observations it acted on)")
+        if not _finite(self.locals.get("new_obs")):
+            raise TrainingDiverged(f"the env returned an observation holding NaN or inf at step "
+                                   f"{self.model.num_timesteps:,} (after its normalisation, if the run has one)")
+        return True

@@ -1,0 +1,138 @@
+"""An on-policy SB3 ``learn`` runs without torch.distributions' argument checks: the same training, and a run that
+diverges stops with one line (rl_baselines.rl_algorithm.finite_training)."""
+from __future__ import annotations
+
+import contextlib
+import os
+from types import SimpleNamespace
+from unittest import mock
+
+import numpy as np
+import pytest
+import torch
+from conftest import runModule, trainHere
+from stable_baselines3 import PPO, SAC
+from torch.distributions import Distribution, Normal
+
+from rl_baselines.rl_algorithm import sb3_base
+from rl_baselines.rl_algorithm.finite_training import (
+    FiniteTraining,
+    TrainingDiverged,
+    parametersFinite,
+    withoutArgumentChecks,
+)
+
+GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--seed", "0"]
+NAN = float("nan")
+
+
+def test_the_checks_are_off_inside_the_block_and_put_back_after_it():
+    before = Distribution._validate_args
+    with pytest.raises(RuntimeError, match="leaving"), withoutArgumentChecks():
+        Normal(torch.tensor([NAN]), torch.tensor([1.0]))  # not checked here
+        assert Distribution._validate_args is False
+        raise RuntimeError("leaving the block by an error")
+    assert Distribution._validate_args == before
+    with pytest.raises(ValueError, match="Expected parameter loc"):  # torch's check again
+        Normal(torch.tensor([NAN]), torch.tensor([1.0]))
+
+
+def _spyTrain(algo_class: type, seen: list[bool]):
+    original = algo_class.train
+
+    def train(self, *args, **kwargs):
+        seen.append(Distribution._validate_args)
+        return original(self, *args, **kwargs)
+
+    return mock.patch.object(algo_class, "train", train)
+
+
+def _weights(run_dir: str, algo_class: type) -> dict[str, torch.Tensor]:
+    return algo_class.load(os.path.join(run_dir, "ppo2_model.zip" if algo_class is PPO else "sac_model.zip"),
+                           device="cpu").policy.state_dict()
+
+
+def test_ppo2_trains_without_the_checks_and_exactly_as_with_them(tmp_path):
+    run = ["--algo", "ppo2", *GT, "--num-timesteps", "256", "--hyperparam", "n_steps:64"]
+    seen: list[bool] = []
+    with _spyTrain(PPO, seen):
+        unchecked = trainHere(*run, "--log-dir", tmp_path / "unchecked")
+    assert seen and not any(seen)  # every update ran without them
+    with mock.patch.object(sb3_base, "withoutArgumentChecks", contextlib.nullcontext):
+        checked = trainHere(*run, "--log-dir", tmp_path / "checked")
+    ours, torchs = _weights(unchecked, PPO), _weights(checked, PPO)
+    assert ours.keys() == torchs.keys()
+    assert all(torch.equal(ours[name], torchs[name]) for name in ours)  # the checks draw no random number
+
+
+def test_an_off_policy_learner_keeps_the_checks(tmp_path):
+    seen: list[bool] = []
+    with _spyTrain(SAC, seen):
+        trainHere("--algo", "sac", "-c", *GT, "--num-timesteps", "120", "--hyperparam", "learning_starts:100",
+                  "--log-dir", tmp_path)
+    assert seen and all(seen)
+
+
+def test_a_diverged_on_policy_run_stops_with_one_line_before_acting_on_its_weights(tmp_path):
+    result = runModule("rl_baselines.train", "--no-vis", "--no-progress", "--algo", "ppo2", *GT, "--num-timesteps",
+                       "512", "--hyperparam", "n_steps:64", "--learning-rate", "1e20", "--log-dir", tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == ("error: training diverged by step 64: the policy's parameters hold NaN or inf (a smaller "
+                             "learning rate usually helps)\n")
+
+
+def test_an_off_policy_run_is_checked_every_thousand_steps(tmp_path):
+    result = runModule("rl_baselines.train", "--no-vis", "--no-progress", "--algo", "qrdqn", *GT, "--num-timesteps",
+                       "1100", "--hyperparam", "learning_starts:50", "--learning-rate", "1e20", "--log-dir", tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith("error: training diverged by step 1,000: the policy's parameters hold NaN")
+
+
+def _stepCheck(**local_values) -> FiniteTraining:
+    check = FiniteTraining()
+    check.model = SimpleNamespace(num_timesteps=7)
+    check.locals = local_values
+    return check
+
+
+@pytest.mark.parametrize("local_values, words", [
+    ({"actions": np.array([[0.5, NAN]], dtype=np.float32)}, "training diverged at step 7: the policy's actions"),
+    ({"actions": np.array([2]), "new_obs": np.array([[np.inf, 0.0]])}, "the env returned an observation holding"),
+    ({"actions": np.array([2]), "new_obs": {"observation": np.zeros((1, 2)), "desired_goal": np.array([[NAN]])}},
+     "the env returned an observation holding"),
+], ids=["nan-action", "inf-observation", "nan-goal"])
+def test_a_step_with_nan_or_inf_is_refused(local_values, words):
+    with pytest.raises(TrainingDiverged, match=words):
+        _stepCheck(**local_values)._on_step()
+
+
+def test_finite_steps_and_arrays_that_cannot_hold_nan_pass():
+    assert _stepCheck(actions=np.array([3]), new_obs=np.zeros((1, 8, 8, 3), dtype=np.uint8))._on_step()
+    assert _stepCheck(actions=np.array([[0.1, -0.2]]), new_obs={"a": np.ones((1, 2))})._on_step()
+    assert _stepCheck()._on_step()  # (a learner whose locals name neither)
+
+
+def test_the_parameter_check_sees_one_bad_weight_and_an_overflowing_sum():
+    network = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2))
+    assert parametersFinite(network)
+    with torch.no_grad():
+        network[1].bias[0] = np.inf
+    assert not parametersFinite(network)
+    with torch.no_grad():
+        network[1].bias[0] = 0.0
+        network[0].weight.fill_(3e38)  # each finite, their sum not: diverged all the same
+    assert not parametersFinite(network)
+    assert parametersFinite(torch.nn.Module())  # no parameters
+
+
+def test_the_parameters_are_checked_at_most_once_per_period():
+    check = FiniteTraining(every=1000)
+    check.model = SimpleNamespace(num_timesteps=10, policy=torch.nn.Linear(2, 2))
+    check._on_rollout_start()  # the first rollout start: checked
+    with torch.no_grad():
+        check.model.policy.weight[0, 0] = NAN
+    check.model.num_timesteps = 999
+    check._on_rollout_start()  # 989 steps later: not yet
+    check.model.num_timesteps = 1010
+    with pytest.raises(TrainingDiverged, match="by step 1,010"):
+        check._on_rollout_start()
