@@ -317,7 +317,7 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
         except ValueError as error:
             raise UsageError(str(error)) from None
         algo_class = registered_rl[args.algo][0]
-        args = args.replace(torch_threads=train_checks.runThreadsFor(algo_class, asked, args.srl_model))
+        args = args.replace(torch_threads=train_checks.runThreadsFor(algo_class, asked, args.argsRecord()))
     with callerSettings(rng=False):
         return _passOnStop(trainValidated(args))
 

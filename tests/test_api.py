@@ -284,6 +284,19 @@ def test_torch_threads_from_python_are_read_as_the_flag_reads_them(tmp_path, mon
         torch.set_num_threads(before)
 
 
+def test_auto_threads_from_python_see_the_features_extractor(tmp_path, monkeypatch):
+    """trainAgent(torch_threads="auto") resolves as the command does: ppo2's SmallCNN on raw pixels one thread,
+    NatureCNN the process's share of the cores."""
+    monkeypatch.setattr(api, "trainValidated", lambda args: args)  # the settings training would get
+    monkeypatch.setattr(api, "_passOnStop", lambda result: result)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    pixels = {"algo": "ppo2", "env": "MobileRobotGymEnv-v0", "srl_model": "raw_pixels", "log_dir": tmp_path}
+    for extractor, threads in (("small", 1), ("nature", 3)):
+        config = api.makeConfig(**pixels, features_extractor=extractor)
+        assert api.trainAgent(config, torch_threads="auto").torch_threads == threads, extractor
+    assert not os.path.exists(tmp_path / "MobileRobotGymEnv-v0")
+
+
 @pytest.fixture(scope="module")
 def apiRun(tmp_path_factory):
     """A tiny ppo2 run trained through the API with 2 torch threads set by the caller: (result, threads after)."""

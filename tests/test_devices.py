@@ -23,6 +23,7 @@ from rl_baselines.runs import train, train_checks
 from rl_baselines.runs.resume import loadResumeArgs
 from rl_baselines.runs.run_policy import readRunArgs
 from rl_baselines.runs.train_checks import baseParser
+from srl_toolbox import devices
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import checkedDevice, parseDevice, resolveDevice, reuseDevice, runDevice
 from srl_toolbox.files import writeNpz
@@ -99,15 +100,64 @@ def test_auto_takes_the_gpu_only_where_it_helps(monkeypatch: pytest.MonkeyPatch)
     lstm = registered_rl["ppo_lstm"][0]
     assert lstm.gpuHelps(False) and not lstm.threadsHelp(False) and lstm.threadsHelp(True)
     assert recorded("--algo", "ppo_lstm", *GT) == "cuda:0"
-    assert train_checks.runThreadsFor(lstm, 0, "ground_truth") == 1
-    assert train_checks.runThreadsFor(registered_rl["ppo2"][0], 0, "ground_truth") == 1
+    assert train_checks.runThreadsFor(lstm, 0, {"srl_model": "ground_truth"}) == 1
+    assert train_checks.runThreadsFor(registered_rl["ppo2"][0], 0, {"srl_model": "ground_truth"}) == 1
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
-    assert train_checks.runThreadsFor(lstm, 0, "raw_pixels") == 3
-    assert train_checks.runThreadsFor(registered_rl["ppo2"][0], 0, "raw_pixels") == 3
+    assert train_checks.runThreadsFor(lstm, 0, {"srl_model": "raw_pixels"}) == 3
+    assert train_checks.runThreadsFor(registered_rl["ppo2"][0], 0, {"srl_model": "raw_pixels"}) == 3
     # a2c's, acktr's and acer's small updates ran faster on one thread than on two, on images too (measured, 2 cores)
     for algo in ("a2c", "acktr", "acer"):
-        assert train_checks.runThreadsFor(registered_rl[algo][0], 0, "raw_pixels") == 1, algo
-    assert train_checks.runThreadsFor(registered_rl["a2c"][0], 2, "raw_pixels") == 2  # (asked: given)
+        assert train_checks.runThreadsFor(registered_rl[algo][0], 0, {"srl_model": "raw_pixels"}) == 1, algo
+    assert train_checks.runThreadsFor(registered_rl["a2c"][0], 2, {"srl_model": "raw_pixels"}) == 2  # (asked: given)
+
+
+def _autoThreads(*argv: str) -> int:
+    """:return: the torch threads validation records for a train command under --torch-threads auto"""
+    return train_checks.validate(train.parseCommand([*argv, "--no-vis"])[0], registered_rl).torch_threads
+
+
+def test_auto_threads_see_the_features_extractor(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ppo2's SmallCNN ran faster on one thread than on two (2 cores), NatureCNN on two: auto follows the extractor
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(devices, "usableCores", lambda: 4)
+    monkeypatch.setattr(devices, "maxThreads", lambda: 4)  # (--torch-threads 2 is accepted on a 1-CPU machine too)
+    pixels = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels"]
+    assert _autoThreads(*pixels, "--features-extractor", "small") == 1
+    assert _autoThreads(*pixels, "--features-extractor", "nature") == 4
+    assert _autoThreads(*pixels) == 4  # (NatureCNN, the default)
+    assert _autoThreads(*pixels, "--features-extractor", "small", "--torch-threads", "2") == 2  # (asked: given)
+    ppo2 = registered_rl["ppo2"][0]
+    assert train_checks.runThreadsFor(ppo2, 0, {"srl_model": "raw_pixels", "features_extractor": "small"}) == 1
+    assert train_checks.runThreadsFor(ppo2, 0, {"srl_model": "ground_truth", "features_extractor": "small"}) == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # a sweep's share: NatureCNN takes it, SmallCNN still one
+    assert train_checks.runThreadsFor(ppo2, 0, {"srl_model": "raw_pixels", "features_extractor": "nature"}) == 3
+    assert train_checks.runThreadsFor(ppo2, 0, {"srl_model": "raw_pixels", "features_extractor": "small"}) == 1
+    # unmeasured algorithms keep their answer whatever the extractor
+    for algo, threads in (("sac", 3), ("deepq", 3), ("trpo", 3), ("a2c", 1)):
+        settings = {"srl_model": "raw_pixels", "features_extractor": "small"}
+        assert train_checks.runThreadsFor(registered_rl[algo][0], 0, settings) == threads, algo
+
+
+def test_a_one_parameter_threads_help_override_still_decides(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a plugin written against threadsHelp(cls, image_observations) alone: auto resolves as before, settings or not
+
+    class OneThreadOnImages(ACERModel):
+        @classmethod
+        def threadsHelp(cls, image_observations: bool) -> bool:
+            return not image_observations
+
+    class SharedOnImages(registered_rl["a2c"][0]):  # an SB3-backed built-in's subclass, its own answer
+        @classmethod
+        def threadsHelp(cls, image_observations: bool) -> bool:
+            return image_observations
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    for extractor in ("small", "nature"):
+        pixels = {"srl_model": "raw_pixels", "features_extractor": extractor}
+        assert train_checks.runThreadsFor(OneThreadOnImages, 0, pixels) == 1
+        assert train_checks.runThreadsFor(OneThreadOnImages, 0, {"srl_model": "ground_truth"}) == 3
+        assert train_checks.runThreadsFor(SharedOnImages, 0, pixels) == 3
+        assert train_checks.runThreadsFor(SharedOnImages, 0, {"srl_model": "ground_truth"}) == 1
 
 
 @pytest.mark.parametrize("device", ["tpu", "cuda:x", "cuda:-1", "cuda"])

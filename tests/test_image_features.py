@@ -19,6 +19,7 @@ from stable_baselines3.common.torch_layers import NatureCNN
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS, SmallCNN
 from rl_baselines.runs import train, train_checks
+from srl_toolbox import devices
 from srl_toolbox.errors import UsageWarning
 
 PIXELS = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels", "--img-shape", "3", "40", "40"]
@@ -80,10 +81,11 @@ def test_the_flag_reaches_the_policy_and_the_saved_model_keeps_it(tmp_path) -> N
 
 
 @pytest.mark.slow
-def test_a_continued_model_keeps_its_extractor_one_warning_and_args_json_says_which(tmp_path) -> None:
+def test_a_continued_model_keeps_its_extractor_one_warning_and_args_json_says_which(tmp_path, monkeypatch) -> None:
     """--features-extractor small with --load-rl-model-path of a NatureCNN model did nothing (the model keeps its own
     CNN) without a word, and args.json recorded small: one warning, and args.json records the model's extractor, as
-    it does for a SmallCNN model continued without the flag (it recorded nature)."""
+    it does for a SmallCNN model continued without the flag (it recorded nature). ``--torch-threads auto`` follows
+    the extractor that trains (ppo2's SmallCNN: one thread)."""
     models = {name: os.path.join(trainHere("--algo", "ppo2", *PIXELS, *SHORT, "--features-extractor", name,
                                            "--log-dir", tmp_path / name), "ppo2_model.zip")
               for name in ("nature", "small")}
@@ -100,6 +102,16 @@ def test_a_continued_model_keeps_its_extractor_one_warning_and_args_json_says_wh
         "--features-extractor small does nothing with --load-rl-model-path: the continued model keeps its own, nature"])
     assert continued(models["small"]) == ("small", [])  # (the flag left at its default: nothing to warn of)
     assert continued(models["small"], "--features-extractor", "small") == ("small", [])
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(devices, "usableCores", lambda: 4)
+
+    def autoThreads(model: str, *flags: str) -> int:
+        argv = ["--algo", "ppo2", *PIXELS, "--load-rl-model-path", model, "--log-dir", str(tmp_path / "c"), *flags]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return train_checks.validate(train.parseCommand(argv)[0], registered_rl).torch_threads
+
+    assert autoThreads(models["small"]) == 1 and autoThreads(models["nature"], "--features-extractor", "small") == 4
     assert not os.path.exists(tmp_path / "c")
 
 

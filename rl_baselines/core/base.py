@@ -441,6 +441,20 @@ class BaseRLObject(abc.ABC):
         return cls.gpuHelps(image_observations)
 
     @classmethod
+    def threadsHelpFor(cls, settings: Mapping[str, Any]) -> bool:
+        """
+        Whether ``--torch-threads auto`` gives this run the process's share of the cores (else one thread), seeing
+        the run's settings: by default :meth:`threadsHelp` for its observations (images: ``raw_pixels``). Validation
+        and the Python API resolve auto through this hook; an algorithm whose answer depends on its own flags (the
+        SB3-backed ones: ``--features-extractor``) overrides it, and one that overrides :meth:`threadsHelp` alone
+        keeps its answer.
+
+        :param settings: the run's args.json record: ``srl_model``, the shared flags and the algorithm's own
+        :return: True for the share of the cores
+        """
+        return cls.threadsHelp(settings.get("srl_model") == "raw_pixels")
+
+    @classmethod
     def supportsResume(cls) -> bool:
         """:return: whether the class implements saveTrainingState and loadTrainingState"""
         return (cls.saveTrainingState is not BaseRLObject.saveTrainingState

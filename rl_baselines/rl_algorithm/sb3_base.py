@@ -97,6 +97,10 @@ class StableBaselinesRLObject(BaseRLObject):
     NORMALISED_ADVANTAGES: ClassVar[str | None] = None
     # SB3's rollout buffer of the on-policy learners (OffPolicyRLObject: its replay buffer)
     BUFFER: ClassVar[BufferKind | None] = ROLLOUT
+    # --torch-threads auto on raw pixels by --features-extractor, where measured for the algorithm (docs/benchmarks.md,
+    # "Torch threads per algorithm on images"): True the process's share of the cores, False one thread; an extractor
+    # not listed gets threadsHelp's answer (:meth:`threadsHelpFor`)
+    EXTRACTOR_THREADS_HELP: ClassVar[Mapping[str, bool]] = {}
 
     def __init__(self) -> None:
         super().__init__()
@@ -137,6 +141,15 @@ class StableBaselinesRLObject(BaseRLObject):
         return {"features_extractor": (DEFAULT_FEATURES_EXTRACTOR, "chooses the pixel policy's CNN (--srl-model "
                                        f"raw_pixels); it does nothing for --srl-model {settings.get('srl_model')!r}, "
                                        "a state read by an MLP")}
+
+    @classmethod
+    def threadsHelpFor(cls, settings: Mapping[str, Any]) -> bool:
+        """On raw pixels, the answer :data:`EXTRACTOR_THREADS_HELP` gives for the run's ``--features-extractor``
+        where it lists it (ppo2's SmallCNN: one thread); otherwise :meth:`threadsHelp`'s."""
+        extractor = settings.get("features_extractor", DEFAULT_FEATURES_EXTRACTOR)
+        if settings.get("srl_model") == "raw_pixels" and extractor in cls.EXTRACTOR_THREADS_HELP:
+            return cls.EXTRACTOR_THREADS_HELP[extractor]
+        return super().threadsHelpFor(settings)
 
     def keptOptions(self) -> dict[str, Any]:
         """``--features-extractor``: the CNN the loaded pixel model was built with (none for a state's MLP);

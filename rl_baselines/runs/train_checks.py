@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from environments import (
@@ -74,8 +74,8 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     :param args: the settings as given (frozen: what validation resolves goes into the returned config)
     :param registered_rl: the algorithm table (the valid choices a refusal lists: a command that accepts fewer
         algorithms than train, such as hyperparam_search, passes those only)
-    :return: the run's frozen config: the device, a learned SRL model's folder and image size resolved, the typed
-        hyperparameters, the env's keywords and the steps a continued model already did
+    :return: the run's frozen config: the device, the torch threads, a learned SRL model's folder and image size
+        resolved, the typed hyperparameters, the env's keywords and the steps a continued model already did
     :raises UsageError: on any bad input, with a one-line message
     """
     algo_class, _, action_types = registered_rl[args.algo]
@@ -182,7 +182,9 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
         args = args.replace(**_keptWithWarnings(args, loaded))
         args, hyperparams = _keptHyperparamsWithWarnings(args, hyperparams, loaded)
         _checkTogether(algo_class, args, hyperparams, continued=True)
-    return args.replace(hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args), start_timesteps=start_timesteps)
+    args = args.replace(hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args), start_timesteps=start_timesteps)
+    # auto threads last: they depend on the algorithm's own flags as applied (a continued model's extractor included)
+    return args.replace(torch_threads=runThreadsFor(algo_class, args.torch_threads, args.argsRecord()))
 
 
 def _appliedWithWarnings(args: TrainConfig, algo_class: type) -> dict[str, Any]:
@@ -341,26 +343,28 @@ def runDeviceFor(algo_class: type, device: str | None, srl_model: str) -> str:
     return resolveDevice(device or "auto", algo_class.gpuHelps(srl_model == "raw_pixels"))
 
 
-def runThreadsFor(algo_class: type, asked: int, srl_model: str) -> int:
+def runThreadsFor(algo_class: type, asked: int, settings: Mapping[str, Any]) -> int:
     """
     :param algo_class: the run's algorithm
     :param asked: ``--torch-threads`` (0: auto)
-    :param srl_model: the run's observation
+    :param settings: the run's args.json record (``TrainConfig.argsRecord``): its observation and the algorithm's own
+        flags (``--features-extractor``)
     :return: the torch threads the run computes with: auto gives the process's share of the cores where the
-        algorithm's networks gain from threads (``threadsHelp``, by default ``gpuHelps``: a CNN on ``raw_pixels``),
-        else one thread
+        algorithm's networks gain from threads for these settings (``threadsHelpFor``, by default ``threadsHelp``
+        for the observations, itself by default ``gpuHelps``: a CNN on ``raw_pixels``), else one thread
     """
-    return resolveThreads(asked, algo_class.threadsHelp(srl_model == "raw_pixels"))
+    return resolveThreads(asked, algo_class.threadsHelpFor(settings))
 
 
 def _resolveRunOptions(args: TrainConfig, algo_class: type) -> TrainConfig:
     """
-    Resolve ``--device`` to this machine's device, ``--torch-threads`` to a thread count and ``--vec-env`` to
-    ``subproc`` or ``dummy`` (all recorded so in args.json), and check ``--tensorboard-log``.
+    Resolve ``--device`` to this machine's device and ``--vec-env`` to ``subproc`` or ``dummy`` (both recorded so in
+    args.json), and check ``--tensorboard-log``. (``--torch-threads`` is resolved at the end of :func:`validate`,
+    once the algorithm's own flags are final: :func:`runThreadsFor`.)
 
-    :param args: the run's settings (device, torch_threads, srl_model, tensorboard_log)
-    :param algo_class: the run's algorithm (where ``auto`` puts it: :func:`runDeviceFor`, :func:`runThreadsFor`)
-    :return: the settings with the resolved device, threads and vec env
+    :param args: the run's settings (device, srl_model, vec_env, tensorboard_log)
+    :param algo_class: the run's algorithm (where ``auto`` puts it: :func:`runDeviceFor`)
+    :return: the settings with the resolved device and vec env
     :raises UsageError: CUDA asked where there is none, tensorboard not installed, DIR not a writable folder
     :warns: ``--vec-env subproc`` with one env, which always steps in the training process
     """
@@ -369,7 +373,6 @@ def _resolveRunOptions(args: TrainConfig, algo_class: type) -> TrainConfig:
                       UsageWarning)
     try:
         args = args.replace(device=runDeviceFor(algo_class, args.device, args.srl_model),
-                            torch_threads=runThreadsFor(algo_class, args.torch_threads, args.srl_model),
                             vec_env=resolveVecEnv(args.vec_env, args.num_cpu, args.env,
                                                   resolvedRenderer(args.renderer, args.env), args.srl_model))
     except ValueError as error:
