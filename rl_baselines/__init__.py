@@ -12,7 +12,7 @@ from srl_toolbox import __version__  # noqa: F401 (re-exported: rl_baselines.__v
 from srl_toolbox.lazy_names import lazyNames
 
 _API_NAMES = ("Evaluation", "LoadedRun", "RunConfig", "SweepInterrupted", "SweepResult", "TrainConfig", "TrainResult",
-              "TrainingInterrupted", "UsageError", "evaluateAgent", "listAlgorithms", "listEnvs", "listSRLModels",
-              "loadRun", "makeConfig", "runSweep", "trainAgent")
+              "TrainingDiverged", "TrainingInterrupted", "UsageError", "evaluateAgent", "listAlgorithms", "listEnvs",
+              "listSRLModels", "loadRun", "makeConfig", "runSweep", "trainAgent")
 
 __getattr__, __dir__ = lazyNames(__name__, "rl_baselines.api", _API_NAMES, globals())

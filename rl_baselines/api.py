@@ -6,6 +6,7 @@ declaration of the train settings), each keyword read by its flag's parser and t
 rl_baselines.runs.loaded_run with ``python -m replay.enjoy_baselines``. Hence:
 
 - bad input raises :class:`UsageError` with the command's one-line message, before anything is written;
+- a run that diverges raises :class:`TrainingDiverged` (the command's ``error:`` line, exit 1);
 - process-wide settings are left as the caller set them: torch's thread count (put back after training, loading
   and evaluating; a run records the caller's as its ``--torch-threads`` unless ``torch_threads`` is given), and the
   global random generators around loading and evaluating (seeded inside, restored after);
@@ -37,6 +38,7 @@ from stable_baselines3.common.utils import set_random_seed
 from environments import getEnvClass, registered_env
 from environments.registry import unknownEnvText
 from rl_baselines.core.registry import ActionType, registered_rl, supportingAlgorithms
+from rl_baselines.rl_algorithm.finite_training import TrainingDiverged
 from rl_baselines.runs import train, train_checks
 from rl_baselines.runs.loaded_run import LoadedRun, checkEnvsAndSeed, playEpisodes
 from rl_baselines.runs.loaded_run import loadRun as loadRunFolder
@@ -62,8 +64,8 @@ from srl_toolbox.settings import (
 from srl_toolbox.text import Shown, shortRepr
 
 __all__ = ["Evaluation", "LoadedRun", "RunConfig", "SweepInterrupted", "SweepResult", "TrainConfig", "TrainResult",
-           "TrainingInterrupted", "UsageError", "evaluateAgent", "listAlgorithms", "listEnvs", "listSRLModels",
-           "loadRun", "makeConfig", "runSweep", "trainAgent"]
+           "TrainingDiverged", "TrainingInterrupted", "UsageError", "evaluateAgent", "listAlgorithms", "listEnvs",
+           "listSRLModels", "loadRun", "makeConfig", "runSweep", "trainAgent"]
 
 ACTION_KINDS = ("discrete", "continuous")
 

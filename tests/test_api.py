@@ -30,7 +30,7 @@ from rl_baselines.runs import loaded_run, train, train_loop
 from rl_baselines.runs.loaded_run import playEpisodes
 from srl_toolbox.cli import runCommand
 from srl_toolbox.devices import maxThreads
-from srl_toolbox.errors import UsageWarning
+from srl_toolbox.errors import CommandFailed, UsageWarning
 from srl_toolbox.files import readJson
 from srl_toolbox.settings import plainValue, valueItems, valueText
 
@@ -460,6 +460,13 @@ def test_package_exports_the_api_lazily():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120,
                          env={**os.environ, "PYTHONPATH": REPO})
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_a_diverged_run_raises_training_diverged(tmp_path) -> None:
+    with pytest.raises(rl_baselines.TrainingDiverged, match="training diverged by step 64: the policy's parameters"):
+        rl_baselines.trainAgent(algo="ppo2", srl_model="ground_truth", num_timesteps=256, hyperparam=["n_steps:64"],
+                                learning_rate=1e20, log_dir=str(tmp_path))
+    assert issubclass(rl_baselines.TrainingDiverged, CommandFailed)  # the command's one error: line, exit 1
 
 
 def test_a_flag_that_does_nothing_is_one_line_in_the_api(tmp_path) -> None:

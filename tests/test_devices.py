@@ -132,10 +132,12 @@ def test_auto_threads_see_the_features_extractor(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("OMP_NUM_THREADS", "3")  # a sweep's share: NatureCNN takes it, SmallCNN still one
     assert train_checks.runThreadsFor(ppo2, 0, {"srl_model": "raw_pixels", "features_extractor": "nature"}) == 3
     assert train_checks.runThreadsFor(ppo2, 0, {"srl_model": "raw_pixels", "features_extractor": "small"}) == 1
-    # unmeasured algorithms keep their answer whatever the extractor
-    for algo, threads in (("sac", 3), ("deepq", 3), ("trpo", 3), ("a2c", 1)):
+    # maskable_ppo measured as ppo2 (SmallCNN faster on one thread, NatureCNN level); the others keep their answer
+    # whatever the extractor
+    for algo, threads in (("maskable_ppo", 1), ("sac", 3), ("td3", 3), ("deepq", 3), ("trpo", 3), ("a2c", 1)):
         settings = {"srl_model": "raw_pixels", "features_extractor": "small"}
         assert train_checks.runThreadsFor(registered_rl[algo][0], 0, settings) == threads, algo
+    assert train_checks.runThreadsFor(registered_rl["maskable_ppo"][0], 0, {"srl_model": "raw_pixels"}) == 3
 
 
 def test_a_one_parameter_threads_help_override_still_decides(monkeypatch: pytest.MonkeyPatch) -> None:
