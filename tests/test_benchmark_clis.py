@@ -68,6 +68,7 @@ CASES = [
     ("srl_speed", ["--steps", "0"], ["--steps", "'0'"]),
     ("argument_checks", ["--rounds", "0"], ["--rounds", "'0'"]),
     ("argument_checks", ["--modes", "pixels"], ["--modes", "'pixels'", "ground_truth", "raw_pixels"]),
+    ("argument_checks", ["--algos", "sac"], ["--algos", "'sac'", "ppo2", "ppo1"]),
     ("vec_env_speed", ["--num-cpu", "1"], ["--num-cpu 1", "2 or more"]),
     ("vec_env_speed", ["--cases", "MobileRobotGymEnv-v0:pca"],
      ["'MobileRobotGymEnv-v0:pca'", "ground_truth, raw_pixels, vae"]),

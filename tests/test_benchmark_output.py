@@ -1,6 +1,6 @@
 """What the speed benchmarks print: all_envs_speed a Machine line and the table's header before its rows, as the
 others do; train_speed one line per measurement (no run folders of its timed runs), a seed that never reached the
-target said in words; argument_checks times ppo2 both ways."""
+target said in words; argument_checks times the on-policy learners both ways."""
 from __future__ import annotations
 
 import os
@@ -57,10 +57,12 @@ def test_argument_checks_times_ppo2_without_and_with_torchs_checks(tmp_path, mon
     monkeypatch.setattr(PPO, "train", train)
     monkeypatch.setattr(argument_checks, "warmSprites", lambda: (0.0, 0))
     results = tmp_path / "results.md"
-    rows = argument_checks.main(["--modes", "ground_truth", "--steps", "256", "--rounds", "2", "--results-file",
-                                 str(results)])
-    assert [row["mode"] for row in rows] == ["ground_truth"] and len(rows[0]["checked"]) == 2
+    rows = argument_checks.main(["--algos", "ppo2", "acktr", "--modes", "ground_truth", "--steps", "256", "--rounds",
+                                 "2", "--results-file", str(results)])
+    assert [(row["algo"], row["mode"]) for row in rows] == [("ppo2", "ground_truth"), ("acktr", "ground_truth")]
+    assert all(len(row["checked"]) == 2 and row["ratio"] > 0 for row in rows)
     assert False in seen and True in seen  # the two ways really differ
     out = capsys.readouterr().out
-    assert "| ground_truth | " in out and out.count("without the checks:") == 2
-    assert "## ppo2 without and with torch.distributions' argument checks" in results.read_text()
+    assert "| ppo2, ground_truth | " in out and "| acktr, ground_truth | " in out
+    assert out.count("without the checks:") == 4
+    assert "## On-policy learners without and with torch.distributions' argument checks" in results.read_text()

@@ -1,5 +1,5 @@
-"""An on-policy SB3 ``learn`` runs without torch.distributions' argument checks: the same training, and a run that
-diverges stops with one line (rl_baselines.rl_algorithm.finite_training)."""
+"""On-policy training runs without torch.distributions' argument checks (the SB3-backed learners and acktr, acer,
+ppo1): the same training, and a run that diverges stops with one line (rl_baselines.rl_algorithm.finite_training)."""
 from __future__ import annotations
 
 import contextlib
@@ -14,7 +14,8 @@ from conftest import runModule, trainHere
 from stable_baselines3 import PPO, SAC
 from torch.distributions import Distribution, Normal
 
-from rl_baselines.rl_algorithm import sb3_base
+from rl_baselines.core.registry import registered_rl
+from rl_baselines.rl_algorithm import sb3_base, torch_common
 from rl_baselines.rl_algorithm.finite_training import (
     FiniteTraining,
     TrainingDiverged,
@@ -63,6 +64,48 @@ def test_ppo2_trains_without_the_checks_and_exactly_as_with_them(tmp_path):
     ours, torchs = _weights(unchecked, PPO), _weights(checked, PPO)
     assert ours.keys() == torchs.keys()
     assert all(torch.equal(ours[name], torchs[name]) for name in ours)  # the checks draw no random number
+
+
+@pytest.mark.parametrize("algo", ["acktr", "acer", "ppo1"])
+def test_the_actor_critics_written_here_train_without_the_checks_and_exactly_as_with_them(tmp_path, algo):
+    run = ["--algo", algo, *GT, "--num-timesteps", "200"]
+    seen: list[bool] = []
+    algo_class = registered_rl[algo][0]
+    original = algo_class.cleanPoint
+
+    def cleanPoint(self, callback):
+        seen.append(Distribution._validate_args)
+        return original(self, callback)
+
+    with mock.patch.object(algo_class, "cleanPoint", cleanPoint):
+        unchecked = trainHere(*run, "--log-dir", tmp_path / "unchecked")
+    assert seen and not any(seen)
+    with mock.patch.object(torch_common, "withoutArgumentChecks", contextlib.nullcontext):
+        checked = trainHere(*run, "--log-dir", tmp_path / "checked")
+    ours, torchs = (torch.load(os.path.join(run_dir, f"{algo}_model.pt"), weights_only=True)
+                    for run_dir in (unchecked, checked))
+    tensors = [(name, value) for name, value in _flatTensors(ours)]
+    assert tensors and all(torch.equal(value, dict(_flatTensors(torchs))[name]) for name, value in tensors)
+
+
+def _flatTensors(value, prefix: str = ""):
+    if isinstance(value, torch.Tensor):
+        yield prefix, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _flatTensors(item, f"{prefix}/{key}")
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from _flatTensors(item, f"{prefix}/{index}")
+
+
+@pytest.mark.parametrize("algo, step", [("ppo1", 128), ("acer", 40)])
+def test_a_diverged_actor_critic_written_here_stops_with_one_line(tmp_path, algo, step):
+    result = runModule("rl_baselines.train", "--no-vis", "--no-progress", "--algo", algo, *GT, "--num-timesteps",
+                       "600", "--learning-rate", "1e20", "--log-dir", tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == (f"error: training diverged by step {step}: the policy's parameters hold NaN or inf (a "
+                             f"smaller learning rate usually helps)\n")
 
 
 def test_an_off_policy_learner_keeps_the_checks(tmp_path):

@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from rl_baselines.core.algo_types import ActionType
-from rl_baselines.core.base import TrainCallback, notifyCleanPoint
+from rl_baselines.core.base import TrainCallback
 from rl_baselines.core.buffer_memory import BufferKind
 from rl_baselines.core.hyperparams import CLIP_NORM, DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
 from rl_baselines.rl_algorithm.torch_common import LR_SCHEDULE, TorchActorCritic, makeEncoder, orthogonalInit
@@ -415,4 +415,4 @@ class ACERModel(TorchActorCritic):
             if hp["replay_ratio"] > 0 and self.replay.stepsPerEnv() >= hp["replay_start"]:
                 for _ in range(rng.poisson(hp["replay_ratio"])):
                     self.update(*self.replay.sample(rng), learning_rate)
-            notifyCleanPoint(callback, self.num_timesteps)  # between updates: an exact checkpoint
+            self.cleanPoint(callback)  # between updates: an exact checkpoint

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from rl_baselines.core.algo_types import ActionType
-from rl_baselines.core.base import TrainCallback, notifyCleanPoint
+from rl_baselines.core.base import TrainCallback
 from rl_baselines.core.buffer_memory import BufferKind
 from rl_baselines.core.hyperparams import CLIP_NORM, DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
 from rl_baselines.rl_algorithm.kfac import KFACOptimizer
@@ -184,4 +184,4 @@ class ACKTRModel(TorchActorCritic):
                                 self.toTensor(batch_actions).reshape(n_steps * n_envs, *action_shape),
                                 self.toTensor(returns).reshape(-1), learning_rate)
             self.logStats(stats)
-            notifyCleanPoint(callback, self.num_timesteps)  # between updates: an exact checkpoint
+            self.cleanPoint(callback)  # between updates: an exact checkpoint

@@ -1,28 +1,28 @@
-"""An on-policy SB3 ``learn`` without torch.distributions' argument checks, and the cheaper checks standing in.
+"""On-policy training without torch.distributions' argument checks, and the cheaper checks standing in for them.
 
 torch checks a distribution's parameters, and the values ``log_prob`` is given, on every call unless told otherwise;
-an SB3 policy builds a distribution for each step it acts and for each minibatch it trains on, so on a
+a policy-gradient learner builds a distribution for each step it acts and for each minibatch it trains on, so on a
 low-dimensional state the checks are a visible share of a step. What they caught in a training run is a policy that
 diverged (NaN or inf in its weights, then in its outputs) or an env that returned NaN. :func:`withoutArgumentChecks`
-turns them off for a ``learn`` call (the process's setting is put back after it, whatever happens), and
-:class:`FiniteTraining`, the first of the callbacks, raises :class:`TrainingDiverged` instead:
+turns them off for a training loop (the process's setting is put back after it, whatever happens), and
+:func:`checkParameters` raises :class:`TrainingDiverged` instead once an update has left NaN or inf in the
+parameters, before any action is drawn from them and before a checkpoint is taken:
 
-- at a rollout's start, before any other callback (a checkpoint) sees the model and before an action is drawn, when
-  the policy's parameters hold NaN or inf: at every rollout start of an on-policy learner, whose parameters change
-  only between rollouts, so that no action is ever drawn from diverged weights;
-- at every step, when the actions the policy chose, or the observations it will act on next, hold NaN or inf
-  (floating-point arrays only: images and discrete actions cannot).
+- the SB3-backed on-policy learners: :class:`FiniteTraining`, the first of the callbacks, at every rollout start
+  (their parameters change only between rollouts), and at every step when the actions the policy chose, or the
+  observations it will act on next, hold NaN or inf (floating-point arrays only: images and discrete actions cannot);
+- the actor-critics written here (acktr, acer, ppo1: rl_baselines.rl_algorithm.torch_common): after every update.
 
-An off-policy learner updates between the steps of what SB3 calls rollouts (one step each by default) and may hold
+An SB3 off-policy learner updates between the steps of what SB3 calls rollouts (one step each by default) and may hold
 large networks: it keeps torch's checks (they guard SAC's sampled actions), and its parameters are checked no more
-than once per :data:`PARAMETER_CHECK_STEPS` steps, which gives DQN's and TD3's deterministic policies, which no
-distribution checks, an error where their training went on with NaN weights. The checks draw no random number: a run
-trains exactly as with torch's checks on.
+than once per :data:`PARAMETER_CHECK_STEPS` steps, which gives the deterministic policies that no distribution checks
+(qrdqn's, td3's, ddpg's) an error where their training went on with NaN weights. The checks draw no random number: a
+run trains exactly as with torch's checks on.
 """
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,17 @@ def _finite(value: Any) -> bool:
     return array is None or not np.issubdtype(array.dtype, np.inexact) or bool(np.isfinite(array).all())
 
 
+def checkParameters(modules: Iterable[torch.nn.Module], steps: int) -> None:
+    """
+    :param modules: the networks a policy acts and learns with
+    :param steps: the run's step count, for the message
+    :raises TrainingDiverged: one of their parameters holds NaN or inf
+    """
+    if not all(parametersFinite(module) for module in modules):
+        raise TrainingDiverged(f"training diverged by step {steps:,}: the policy's parameters hold NaN or inf "
+                               f"(a smaller learning rate usually helps)")
+
+
 def parametersFinite(module: torch.nn.Module) -> bool:
     """:return: whether every parameter of ``module`` is finite (one sum per tensor, then a single test: a sum that
     overflows counts as not finite, as weights that large have diverged)"""
@@ -82,9 +93,7 @@ class FiniteTraining(BaseCallback):
         if self.checked_at is not None and steps - self.checked_at < self.every:
             return
         self.checked_at = steps
-        if not parametersFinite(self.model.policy):
-            raise TrainingDiverged(f"training diverged by step {steps:,}: the policy's parameters hold NaN or inf "
-                                   f"(a smaller learning rate usually helps)")
+        checkParameters([self.model.policy], steps)
 
     def _on_step(self) -> bool:
         if not _finite(self.locals.get("actions")):

@@ -56,7 +56,7 @@ from stable_baselines3.common.monitor import ResultsWriter
 from torch import nn
 
 from rl_baselines.core.algo_types import ActionType
-from rl_baselines.core.base import TrainCallback, notifyCleanPoint
+from rl_baselines.core.base import TrainCallback
 from rl_baselines.core.buffer_memory import BufferKind
 from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
@@ -578,4 +578,4 @@ class PPO1Model(TorchActorCritic):
                     self.rank_monitor.write()
                 dist.barrier()  # rank 0 goes on (reads monitor files, checkpoints) once every rank wrote its rows
             self.logStats(stats)
-            notifyCleanPoint(callback, self.num_timesteps)  # between updates: an exact checkpoint (rank 0)
+            self.cleanPoint(callback)  # between updates: an exact checkpoint (rank 0)

@@ -23,10 +23,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from rl_baselines.core.base import MIN_CNN_SIDE, TrainCallback
+from rl_baselines.core.base import MIN_CNN_SIDE, TrainCallback, notifyCleanPoint
 from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import Hyperparam
 from rl_baselines.core.run_settings import RunSettings
+from rl_baselines.rl_algorithm.finite_training import checkParameters, withoutArgumentChecks
 from rl_baselines.rl_algorithm.torch_base import TorchRLObject, isImageSpace
 from rl_baselines.runs.run_logging import sharedProgressLogger
 
@@ -297,7 +298,8 @@ class TorchActorCritic(TorchRLObject):
         self._log_start = (self.num_timesteps, time.monotonic())
         target = self.num_timesteps + int(total_timesteps)  # (as learn counts it: a resumed run goes on)
         try:
-            self.learn(int(total_timesteps), callback)
+            with withoutArgumentChecks():  # (checkParameters after each update stands in: cleanPoint)
+                self.learn(int(total_timesteps), callback)
             if self.num_timesteps >= target:
                 self.logLastRow()
         finally:
@@ -305,6 +307,18 @@ class TorchActorCritic(TorchRLObject):
             if self.logger is not None and owns_logger:
                 self.logger.close()
             self.logger = None
+
+    def cleanPoint(self, callback: TrainCallback) -> None:
+        """
+        What ``learn`` does after every update: check that no parameter holds NaN or inf (the loop runs without
+        torch's argument checks), then tell the callback that a checkpoint taken now is exact.
+
+        :param callback: the training callback
+        :raises TrainingDiverged: the update left NaN or inf in a network's parameters
+        """
+        checkParameters([module for module in self.modules().values() if isinstance(module, nn.Module)],
+                        self.num_timesteps)
+        notifyCleanPoint(callback, self.num_timesteps)
 
     def startLoop(self) -> None:
         """The loop counters of a run that starts (:meth:`loopState`): the first progress.csv row LOG_INTERVAL steps
