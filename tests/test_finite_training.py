@@ -124,11 +124,12 @@ def test_a_diverged_on_policy_run_stops_with_one_line_before_acting_on_its_weigh
                              "learning rate usually helps)\n")
 
 
-def test_an_off_policy_run_is_checked_every_thousand_steps(tmp_path):
-    result = runModule("rl_baselines.train", "--no-vis", "--no-progress", "--algo", "qrdqn", *GT, "--num-timesteps",
+@pytest.mark.parametrize("algo, step", [("qrdqn", "1,000"), ("deepq", "500")])  # (deepq: at its target copy)
+def test_an_off_policy_run_is_checked_now_and_then(tmp_path, algo, step):
+    result = runModule("rl_baselines.train", "--no-vis", "--no-progress", "--algo", algo, *GT, "--num-timesteps",
                        "1100", "--hyperparam", "learning_starts:50", "--learning-rate", "1e20", "--log-dir", tmp_path)
     assert result.returncode == 1, result.stderr
-    assert result.stderr.startswith("error: training diverged by step 1,000: the policy's parameters hold NaN")
+    assert result.stderr.startswith(f"error: training diverged by step {step}: the policy's parameters hold NaN")
 
 
 def _stepCheck(**local_values) -> FiniteTraining:

@@ -34,6 +34,7 @@ from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import POSITIVE, Hyperparam, Interval
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import findVecNormalize
+from rl_baselines.rl_algorithm.finite_training import checkParameters
 from rl_baselines.rl_algorithm.torch_base import TorchRLObject, isImageSpace
 from rl_baselines.runs.run_logging import logScalars
 
@@ -377,6 +378,7 @@ class DQNModel(TorchRLObject):
                     losses.append(self._gradientStep(buffer, beta, normalise))
                 target_period = hp["target_network_update_freq"]
                 if self.num_timesteps // target_period > previous_timesteps // target_period:
+                    checkParameters([self.q_network], self.num_timesteps)  # (no NaN into the target: one line)
                     self.target_network.load_state_dict(self.q_network.state_dict())
             if self.num_timesteps // self.LOG_INTERVAL > previous_timesteps // self.LOG_INTERVAL:
                 # progress.csv, live plots and tensorboard, through the train command's callback

@@ -15,8 +15,9 @@ parameters, before any action is drawn from them and before a checkpoint is take
 
 An SB3 off-policy learner updates between the steps of what SB3 calls rollouts (one step each by default) and may hold
 large networks: it keeps torch's checks (they guard SAC's sampled actions), and its parameters are checked no more
-than once per :data:`PARAMETER_CHECK_STEPS` steps, which gives the deterministic policies that no distribution checks
-(qrdqn's, td3's, ddpg's) an error where their training went on with NaN weights. The checks draw no random number: a
+than once per :data:`PARAMETER_CHECK_STEPS` steps (deepq, written here: at each copy of its target network), which
+gives the deterministic policies that no distribution checks (qrdqn's, td3's, ddpg's, deepq's) an error where their
+training went on with NaN weights. The checks draw no random number: a
 run trains exactly as with torch's checks on.
 """
 from __future__ import annotations
