@@ -73,7 +73,7 @@ def checkParameters(modules: Iterable[torch.nn.Module], steps: int) -> None:
 def parametersFinite(module: torch.nn.Module) -> bool:
     """:return: whether every parameter of ``module`` is finite (one sum per tensor, then a single test: a sum that
     overflows counts as not finite, as weights that large have diverged)"""
-    sums = [parameter.detach().sum() for parameter in module.parameters()]
+    sums = [parameter.detach().sum().float() for parameter in module.parameters()]  # (one dtype to stack)
     return not sums or bool(torch.stack(sums).sum().isfinite())
 
 
