@@ -59,8 +59,9 @@ class PPOLSTMModel(StableBaselinesRLObject):
 
     @classmethod
     def threadsHelp(cls, image_observations: bool) -> bool:
-        """:return: for images only: on a state, two CPU threads took twice as long as one (2 cores)"""
-        return image_observations
+        """:return: False: on a state two CPU threads took twice as long as one, and on images (CnnLstmPolicy) one
+        ran 1.08-1.58x faster than two (2 cores; docs/benchmarks.md, "Torch threads on images: td3, ...")"""
+        return False
 
     def __init__(self) -> None:
         super().__init__()
