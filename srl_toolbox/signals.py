@@ -13,7 +13,8 @@ Python would lose it (forking: the standard library's at-fork hooks ignore the K
 ``timeout``, a batch scheduler) raise :class:`Terminated`, a KeyboardInterrupt: the clean-up a Ctrl-C runs
 (``except KeyboardInterrupt``, ``finally``) runs for it too. Invariant: no forked process keeps a SIGTERM handler of
 this module (:func:`_defaultSigtermInChild`): ``Pool.terminate()`` and ``Process.terminate()`` end their workers, and
-a worker that ignores SIGTERM (an env worker, a ppo1 rank) sets that itself once started.
+a worker that ignores SIGTERM (an env worker, a ppo1 rank) sets that itself once started. A SIGTERM that lands in
+importlib's own code, where a raised exception can be printed and dropped, is sent again a moment later.
 
 :func:`ctrlCTaken` gives a command that stops on a Ctrl-C the SIGINT a process started with ignored (``cmd &`` in a
 shell script without job control): Python leaves such a SIGINT ignored, so ``kill -INT`` would not stop it.
@@ -39,9 +40,33 @@ class Terminated(KeyboardInterrupt):
     the code that stops cleanly on a Ctrl-C (``except KeyboardInterrupt``, ``finally``) stops cleanly on it too."""
 
 
+# A stop signal that lands in importlib's own code is sent again this much later (seconds): see _deferredInImport
+RESEND_DELAY = 0.05
+
+
+def _deferredInImport(signum: int, frame: Any) -> bool:
+    """
+    A handler raising in importlib's own code can be lost: in a module lock's weakref callback Python prints the
+    exception ("Exception ignored in ... _get_module_lock") and goes on, the stop undone. There the signal is sent
+    again :data:`RESEND_DELAY` later, from a timer thread, and taken once the import's bookkeeping is done.
+
+    :param signum: the signal
+    :param frame: the frame it interrupted
+    :return: whether it was deferred (the handler must not raise)
+    """
+    if frame is None or not frame.f_code.co_filename.startswith("<frozen importlib"):
+        return False
+    timer = threading.Timer(RESEND_DELAY, os.kill, (os.getpid(), signum))
+    timer.daemon = True
+    timer.start()
+    return True
+
+
 def raiseTerminated(signum: int, frame: Any) -> None:
-    """A SIGTERM handler: raise :class:`Terminated` in the main thread."""
-    raise Terminated()
+    """A SIGTERM handler: raise :class:`Terminated` in the main thread (a moment later where it would be lost in
+    importlib's own code: :func:`_deferredInImport`)."""
+    if not _deferredInImport(signum, frame):
+        raise Terminated()
 
 
 @dataclasses.dataclass
@@ -63,8 +88,9 @@ def sigtermAsCtrlC() -> Iterator[Termination]:
     termination = Termination()
 
     def handler(signum: int, frame: Any) -> None:
-        termination.received = True
-        raise Terminated()
+        if not _deferredInImport(signum, frame):
+            termination.received = True
+            raise Terminated()
 
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:

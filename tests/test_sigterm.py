@@ -15,8 +15,9 @@ from conftest import childProcesses, startModule
 from test_srl_models import tinyDataset  # noqa: F401 (a fixture)
 
 from environments import dataset_generator
+from srl_toolbox import signals
 from srl_toolbox.cli import TERMINATED_EXIT_CODE
-from srl_toolbox.signals import sigtermAsCtrlC
+from srl_toolbox.signals import Terminated, raiseTerminated, sigtermAsCtrlC
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGTERM") or os.name != "posix", reason="POSIX signals")
 
@@ -110,3 +111,27 @@ def test_a_sigterm_while_the_workers_are_forked_stops_the_recording(tmp_path, ca
     assert code == 130 and termination.received
     assert not (tmp_path / "ds").exists()
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("Interrupted")
+
+
+def _frameIn(filename: str):
+    return type("Frame", (), {"f_code": type("Code", (), {"co_filename": filename})()})()
+
+
+def test_a_sigterm_in_importlibs_own_code_is_sent_again_not_lost(monkeypatch) -> None:
+    """A search worker's SIGTERM that landed in a module lock's weakref callback (importlib) raised there: Python
+    printed "Exception ignored in ... _get_module_lock ... Terminated" and dropped the stop. It is sent again."""
+    sent = []
+    monkeypatch.setattr(signals.os, "kill", lambda pid, signum: sent.append((pid, signum)))
+    monkeypatch.setattr(signals, "RESEND_DELAY", 0.0)
+    try:
+        raiseTerminated(signal.SIGTERM, _frameIn("<frozen importlib._bootstrap>"))
+    except Terminated:
+        pytest.fail("raised in importlib's own code, where Python may print and drop it")
+    deadline = time.monotonic() + 10
+    while not sent and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sent == [(os.getpid(), signal.SIGTERM)]
+    with pytest.raises(Terminated):
+        raiseTerminated(signal.SIGTERM, _frameIn(__file__))
+    with pytest.raises(Terminated):
+        raiseTerminated(signal.SIGTERM, None)
