@@ -37,10 +37,10 @@ from benchmarks.documents import (
 from benchmarks.srl_speed import (
     ENV_ID,
     LEARNED_MODES,
-    MODE_FLAGS,
     WARM_UP_STEPS,
     Timers,
     timeRun,
+    trainArgv,
     trainVAE,
     vaeText,
     warmSprites,
@@ -59,12 +59,9 @@ def timeTrain(algo: str, mode: str, num_cpu: int, steps: int, log_dir: str, mode
     """:return: steps/s of ``rl_baselines.train --algo algo`` in this process, over the algorithm's ``train``"""
     timers = Timers()
     restore = timers.wrap(registered_rl[algo][0], "train", "train")
-    argv = ["--algo", algo, "--env", ENV_ID, "--num-timesteps", str(steps), "--num-cpu", str(num_cpu), "--log-dir",
-            log_dir, "--no-vis", "--no-progress", "--checkpoint-freq", "-1", "--seed", "0", "--renderer", "sprites"]
-    argv += ["--srl-model-path", model_folder] if mode in LEARNED_MODES else list(MODE_FLAGS[mode])
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # the run's own messages
-            result = train.trainCommand(argv)
+            result = train.trainCommand(trainArgv(algo, mode, num_cpu, steps, log_dir, model_folder, "sprites"))
     finally:
         restore()
     assert result.exit_code == 0

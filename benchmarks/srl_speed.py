@@ -178,6 +178,15 @@ def warmSprites(steps: int = WARM_UP_STEPS) -> tuple[float, int]:
     return seconds, sum(len(numpy.load(path)["keys"]) for path in files)
 
 
+def trainArgv(algo: str, mode: str, num_cpu: int, steps: int, log_dir: str, model_folder: str,
+              renderer: str = REFERENCE_RENDERER, threads: int = 0) -> list[str]:
+    """:return: the train command line of a measured run (the arguments of :func:`timeRun`, the algorithm's name)"""
+    argv = ["--algo", algo, "--env", ENV_ID, "--num-timesteps", str(steps), "--num-cpu", str(num_cpu),
+            "--log-dir", log_dir, "--no-vis", "--no-progress", "--checkpoint-freq", "-1", "--seed", "0",
+            "--renderer", renderer, "--torch-threads", str(threads)]
+    return argv + (["--srl-model-path", model_folder] if mode in LEARNED_MODES else list(MODE_FLAGS[mode]))
+
+
 def timeRun(mode: str, num_cpu: int, steps: int, log_dir: str, model_folder: str,
             renderer: str = REFERENCE_RENDERER, threads: int = 0) -> dict[str, float]:
     """
@@ -194,10 +203,7 @@ def timeRun(mode: str, num_cpu: int, steps: int, log_dir: str, model_folder: str
     # The encoder's step_wait calls the raw env's step_wait: env time = raw step_wait, encoder time = encode.
     restore = [timers.wrap(PPO, "learn", "learn"), timers.wrap(DummyVecEnv, "step_wait", "env"),
                timers.wrap(SubprocVecEnv, "step_wait", "env"), timers.wrap(SRLEncoderVecEnv, "encode", "encode")]
-    argv = ["--algo", "ppo2", "--env", ENV_ID, "--num-timesteps", str(steps), "--num-cpu", str(num_cpu),
-            "--log-dir", log_dir, "--no-vis", "--no-progress", "--checkpoint-freq", "-1", "--seed", "0",
-            "--renderer", renderer, "--torch-threads", str(threads)]
-    argv += ["--srl-model-path", model_folder] if mode in LEARNED_MODES else list(MODE_FLAGS[mode])
+    argv = trainArgv("ppo2", mode, num_cpu, steps, log_dir, model_folder, renderer, threads)
     placements = []  # where the run's encoder ran: True in the workers
     default_placement = factory.encodeInWorkers
 
