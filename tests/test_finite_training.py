@@ -7,18 +7,22 @@ import os
 from types import SimpleNamespace
 from unittest import mock
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 from conftest import runModule, trainHere
 from stable_baselines3 import PPO, SAC
+from stable_baselines3.common.vec_env import DummyVecEnv
 from torch.distributions import Distribution, Normal
 
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm import sb3_base, torch_common
 from rl_baselines.rl_algorithm.finite_training import (
+    FiniteActions,
     FiniteTraining,
     TrainingDiverged,
+    divergedInstead,
     parametersFinite,
     withoutArgumentChecks,
 )
@@ -129,6 +133,53 @@ def test_an_off_policy_run_is_checked_now_and_then(tmp_path, algo, step):
                        "1100", "--hyperparam", "learning_starts:50", "--learning-rate", "1e20", "--log-dir", tmp_path)
     assert result.returncode == 1, result.stderr
     assert result.stderr.startswith(f"error: training diverged by step {step}: the policy's parameters hold NaN")
+
+
+@pytest.mark.parametrize("algo, words", [
+    ("td3", "training diverged at step 52: the policy's actions hold NaN or inf (from its parameters or from the "
+            "observations it acted on)"),
+    ("sac", "training diverged by step 51: the policy's parameters hold NaN or inf (a smaller learning rate usually "
+            "helps)"),
+])
+def test_a_diverged_sb3_off_policy_run_stops_with_one_line_before_an_env_steps_with_nan(tmp_path, algo, words):
+    # td3's NaN action is refused on its way to the envs; sac's Gaussian fails torch's check first
+    result = runModule("rl_baselines.train", "--no-vis", "--no-progress", "--algo", algo, "-c", *GT, "--num-timesteps",
+                       "300", "--hyperparam", "learning_starts:50", "--learning-rate", "1e20", "--log-dir", tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == f"error: {words}\n"
+
+
+class _CountingVecEnv(DummyVecEnv):
+    def __init__(self) -> None:
+        super().__init__([lambda: gym.make("Pendulum-v1")])
+        self.stepped = 0
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self.stepped += 1
+        super().step_async(actions)
+
+
+def test_an_action_with_nan_or_inf_never_reaches_the_envs():
+    venv = _CountingVecEnv()
+    finite = FiniteActions(venv, lambda: 12)
+    finite.reset()
+    finite.step(np.array([[0.5]], dtype=np.float32))
+    for bad in (NAN, float("inf")):
+        with pytest.raises(TrainingDiverged, match="^training diverged at step 12: the policy's actions hold NaN"):
+            finite.step(np.array([[bad]], dtype=np.float32))
+    assert venv.stepped == 1
+
+
+def test_an_error_is_divergence_only_when_the_parameters_hold_nan():
+    network = torch.nn.Linear(2, 2)
+    with pytest.raises(ValueError, match="env's own"), divergedInstead([network], lambda: 3):
+        raise ValueError("env's own")
+    with torch.no_grad():
+        network.bias[0] = NAN
+    with pytest.raises(TrainingDiverged, match="^training diverged by step 3: ") as caught, \
+            divergedInstead([network], lambda: 3):
+        raise ValueError("Expected parameter loc")
+    assert isinstance(caught.value.__cause__, ValueError)
 
 
 def _stepCheck(**local_values) -> FiniteTraining:

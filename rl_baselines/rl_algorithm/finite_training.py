@@ -17,18 +17,22 @@ An SB3 off-policy learner updates between the steps of what SB3 calls rollouts (
 large networks: it keeps torch's checks (they guard SAC's sampled actions), and its parameters are checked no more
 than once per :data:`PARAMETER_CHECK_STEPS` steps (deepq, written here: at each copy of its target network), which
 gives the deterministic policies that no distribution checks (qrdqn's, td3's, ddpg's, deepq's) an error where their
-training went on with NaN weights. The checks draw no random number: a
-run trains exactly as with torch's checks on.
+training went on with NaN weights. Its actions are drawn between two callbacks, so :class:`FiniteActions` stands
+between it and the envs: a NaN or inf action raises TrainingDiverged before any env is stepped with it. An error
+raised inside ``learn`` while the parameters hold NaN or inf (torch's own check of SAC's Gaussian) is reported as
+TrainingDiverged too (:func:`divergedInstead`). The checks draw no random number: a run trains exactly as with torch's
+checks on.
 """
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from torch.distributions import Distribution
 
 from srl_toolbox.errors import CommandFailed
@@ -66,8 +70,36 @@ def checkParameters(modules: Iterable[torch.nn.Module], steps: int) -> None:
     :raises TrainingDiverged: one of their parameters holds NaN or inf
     """
     if not all(parametersFinite(module) for module in modules):
-        raise TrainingDiverged(f"training diverged by step {steps:,}: the policy's parameters hold NaN or inf "
-                               f"(a smaller learning rate usually helps)")
+        raise _parametersDiverged(steps)
+
+
+def _parametersDiverged(steps: int) -> TrainingDiverged:
+    return TrainingDiverged(f"training diverged by step {steps:,}: the policy's parameters hold NaN or inf (a smaller "
+                            f"learning rate usually helps)")
+
+
+def _actionsDiverged(steps: int) -> TrainingDiverged:
+    return TrainingDiverged(f"training diverged at step {steps:,}: the policy's actions hold NaN or inf (from its "
+                            f"parameters or from the observations it acted on)")
+
+
+@contextlib.contextmanager
+def divergedInstead(modules: Iterable[torch.nn.Module], steps: Callable[[], int]) -> Iterator[None]:
+    """
+    Inside the block, an exception raised while ``modules``' parameters hold NaN or inf becomes TrainingDiverged
+    (chained to it); one raised with finite parameters goes on as it was.
+
+    :param modules: the networks a policy acts and learns with
+    :param steps: gives the run's step count, for the message
+    """
+    try:
+        yield
+    except TrainingDiverged:
+        raise
+    except Exception as error:
+        if all(parametersFinite(module) for module in modules):
+            raise
+        raise _parametersDiverged(steps()) from error
 
 
 def parametersFinite(module: torch.nn.Module) -> bool:
@@ -98,9 +130,32 @@ class FiniteTraining(BaseCallback):
 
     def _on_step(self) -> bool:
         if not _finite(self.locals.get("actions")):
-            raise TrainingDiverged(f"training diverged at step {self.model.num_timesteps:,}: the policy's actions "
-                                   f"hold NaN or inf (from its parameters or from the observations it acted on)")
+            raise _actionsDiverged(self.model.num_timesteps)
         if not _finite(self.locals.get("new_obs")):
             raise TrainingDiverged(f"the env returned an observation holding NaN or inf at step "
                                    f"{self.model.num_timesteps:,} (after its normalisation, if the run has one)")
         return True
+
+
+class FiniteActions(VecEnvWrapper):
+    """
+    Raises :class:`TrainingDiverged` instead of stepping the envs with actions that hold NaN or inf.
+
+    :param venv: the learner's VecEnv
+    :param steps: gives the run's step count, for the message
+    """
+
+    def __init__(self, venv: VecEnv, steps: Callable[[], int]) -> None:
+        super().__init__(venv)
+        self.steps = steps
+
+    def step_async(self, actions: np.ndarray) -> None:
+        if not _finite(actions):
+            raise _actionsDiverged(self.steps())
+        self.venv.step_async(actions)
+
+    def step_wait(self) -> Any:
+        return self.venv.step_wait()
+
+    def reset(self) -> Any:
+        return self.venv.reset()

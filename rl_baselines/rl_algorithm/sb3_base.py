@@ -53,7 +53,13 @@ from rl_baselines.core.training_state import (
 )
 from rl_baselines.envs.factory import saveNormalisation
 from rl_baselines.rl_algorithm.augmented_buffers import AugmentedBuffer, bufferKeywords
-from rl_baselines.rl_algorithm.finite_training import PARAMETER_CHECK_STEPS, FiniteTraining, withoutArgumentChecks
+from rl_baselines.rl_algorithm.finite_training import (
+    PARAMETER_CHECK_STEPS,
+    FiniteActions,
+    FiniteTraining,
+    divergedInstead,
+    withoutArgumentChecks,
+)
 from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS, extractorName
 from rl_baselines.rl_algorithm.model_data import (
     LinearSchedule,
@@ -438,7 +444,9 @@ class StableBaselinesRLObject(BaseRLObject):
         ``more`` callbacks; :class:`FiniteTraining` and :class:`PendingEpisodes` before them all, and an on-policy
         learner's log rows written by :class:`RolloutLogs` after them. An on-policy learner's ``learn`` runs without
         torch.distributions' argument checks, which FiniteTraining stands in for (its parameters are checked at each
-        rollout start, before any action is drawn from them: rl_baselines.rl_algorithm.finite_training).
+        rollout start, before any action is drawn from them: rl_baselines.rl_algorithm.finite_training); an
+        off-policy learner steps its envs through :class:`FiniteActions`, and an error raised while the policy's
+        parameters hold NaN or inf ends the run as TrainingDiverged.
 
         :param total_timesteps: the step count at which training ends
         :param callback: the training callback ``train`` received
@@ -453,9 +461,16 @@ class StableBaselinesRLObject(BaseRLObject):
             log_interval = learnDefault(type(self.model), "log_interval")
             callbacks.append(RolloutLogs(self, log_interval))
             options["log_interval"] = None  # (SB3 would count the rollouts from this learn's start)
-        with withoutArgumentChecks() if on_policy else contextlib.nullcontext():
-            self.model.learn(total_timesteps=total_timesteps, callback=CallbackList(callbacks),
-                             reset_num_timesteps=not settings.continue_from, **options)
+        model_env = self.model.env
+        if not on_policy:  # (its actions reach the envs before any callback sees them)
+            self.model.env = FiniteActions(model_env, lambda: self.model.num_timesteps)
+        try:
+            with divergedInstead([self.model.policy], lambda: self.model.num_timesteps), \
+                    withoutArgumentChecks() if on_policy else contextlib.nullcontext():
+                self.model.learn(total_timesteps=total_timesteps, callback=CallbackList(callbacks),
+                                 reset_num_timesteps=not settings.continue_from, **options)
+        finally:
+            self.model.env = model_env
 
 
 def learnDefault(model_class: type, name: str) -> Any:
