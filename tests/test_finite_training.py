@@ -26,6 +26,7 @@ from rl_baselines.rl_algorithm.finite_training import (
     parametersFinite,
     withoutArgumentChecks,
 )
+from srl_toolbox.errors import CommandFailed
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--seed", "0"]
 NAN = float("nan")
@@ -176,6 +177,8 @@ def test_an_error_is_divergence_only_when_the_parameters_hold_nan():
         raise ValueError("env's own")
     with torch.no_grad():
         network.bias[0] = NAN
+    with pytest.raises(CommandFailed, match="^could not write"), divergedInstead([network], lambda: 3):
+        raise CommandFailed("could not write x: No space left on device")
     with pytest.raises(TrainingDiverged, match="^training diverged by step 3: ") as caught, \
             divergedInstead([network], lambda: 3):
         raise ValueError("Expected parameter loc")

@@ -87,14 +87,15 @@ def _actionsDiverged(steps: int) -> TrainingDiverged:
 def divergedInstead(modules: Iterable[torch.nn.Module], steps: Callable[[], int]) -> Iterator[None]:
     """
     Inside the block, an exception raised while ``modules``' parameters hold NaN or inf becomes TrainingDiverged
-    (chained to it); one raised with finite parameters goes on as it was.
+    (chained to it); one raised with finite parameters, and a command's own one-line error (a CommandFailed: a full
+    disk, the divergence itself), go on as they were.
 
     :param modules: the networks a policy acts and learns with
     :param steps: gives the run's step count, for the message
     """
     try:
         yield
-    except TrainingDiverged:
+    except CommandFailed:
         raise
     except Exception as error:
         if all(parametersFinite(module) for module in modules):
