@@ -17,15 +17,16 @@ are about 4 once each dimension is normalised, which the first layer of the poli
 state's covariance (``srl_models.metrics.participationRatio``, measured on random moves): the number of directions
 the state really spans, known without the ground truth (about 2 for a linear map of 2 numbers, so about 0.25 at 32
 dimensions), as train's ``--srl-state-scale participation`` measures it on a model's recorded states.
-``--hyperparam NAME:VALUE`` (ppo2's names), ``--policy-activation`` and ``--early-ent-coef WEIGHT:STEPS`` (the
-entropy bonus's weight for the updates of the first STEPS steps, ppo2's after) change one thing of the agent at a
-time, and
-``--first-seed`` with ``--seeds`` picks the seeds, to measure how often each setting traps a seed. Each
+``--hyperparam NAME:VALUE`` (ppo2's names), ``--policy-activation``, ``--early-ent-coef WEIGHT:STEPS`` (the
+entropy bonus's weight for the updates of the first STEPS steps, ppo2's after) and ``--n-envs N`` (N envs stepped
+together, as train's ``--num-cpu N`` steps them; an evaluation every ``--eval-freq`` env steps, rounded down to a
+multiple of N) change one thing of the agent at a time, and ``--first-seed`` with ``--seeds`` picks the seeds, to
+measure how often each setting traps a seed. Each
 run is Stable-Baselines3's PPO with ppo2's hyperparameters (:data:`rl_baselines.rl_algorithm.ppo2.PPO2Model`'s
-defaults), one env, the running mean/std normalisation that train puts on every low-dimensional state
+defaults), one env (``--n-envs``), the running mean/std normalisation that train puts on every low-dimensional state
 (``VecNormalize(norm_obs=True, norm_reward=False)``) and SB3's ``EvalCallback`` (a separate env, normalisation
-statistics synced, deterministic actions) every ``--eval-freq`` steps, as ``python -m benchmarks.srl_rl`` runs ppo2. One
-torch thread per run; ``--workers`` runs at a time.
+statistics synced, deterministic actions) every ``--eval-freq`` steps, as ``python -m benchmarks.srl_rl`` runs ppo2.
+One torch thread per run; ``--workers`` runs at a time.
 
 ``--results FILE`` keeps every finished run in a JSON file (atomically, after each run); runs already there with the
 same settings are not run again, so a long measurement resumes where it stopped. It prints, per variant over the
@@ -37,7 +38,8 @@ README's command table (``make bench-state-shape``).
 
 Usage: ``python -m benchmarks.state_shape [--variants ground_truth linear tanh] [--dims 32] [--seeds 5] [--first-seed
 0] [--steps 50000] [--eval-freq 5000] [--eval-episodes 5] [--map-seed 1000] [--scale 1|S|participation] [--hyperparam
-NAME:VALUE ...] [--policy-activation tanh|relu] [--early-ent-coef WEIGHT:STEPS] [--results FILE] [--workers 2] [--no-append]``
+NAME:VALUE ...] [--policy-activation tanh|relu] [--early-ent-coef WEIGHT:STEPS] [--n-envs 1] [--results FILE]
+[--workers 2] [--no-append]``
 """
 from __future__ import annotations
 
@@ -162,15 +164,17 @@ class EarlyEntropy(BaseCallback):
         return True
 
 
-def normalisedEnv(factory: Callable[[], gym.Env], scale: float = 1.0, training: bool = True) -> VecNormalize:
+def normalisedEnv(factory: Callable[[], gym.Env], scale: float = 1.0, training: bool = True,
+                  n_envs: int = 1) -> VecNormalize:
     """
     :param factory: builds the env
     :param scale: factor applied after the normalisation (1: train's plain ``VecNormalize``)
     :param training: update the running mean/std (False for the evaluation env, which EvalCallback syncs)
-    :return: the env in one DummyVecEnv, normalised as train normalises a state
+    :param n_envs: copies of the env, stepped together (train's ``--num-cpu``)
+    :return: the envs in one DummyVecEnv, normalised as train normalises a state
     """
     kwargs = {"norm_obs": True, "norm_reward": False, "training": training}
-    venv = DummyVecEnv([factory])
+    venv = DummyVecEnv([factory] * n_envs)
     return ScaledVecNormalize(venv, scale, **kwargs) if scale != 1.0 else VecNormalize(venv, **kwargs)
 
 
@@ -228,21 +232,24 @@ def runOne(job: dict[str, Any]) -> dict[str, Any]:
     Train one agent and evaluate it along the way.
 
     :param job: variant, seed, dims, steps, eval_freq, eval_episodes, map_seed, scale (a number), and optionally
-        hyperparams (ppo2's, typed: they replace its defaults), activation (a key of :data:`ACTIVATIONS`) and
-        early_ent_coef ([weight, steps]: :class:`EarlyEntropy`)
+        hyperparams (ppo2's, typed: they replace its defaults), activation (a key of :data:`ACTIVATIONS`),
+        early_ent_coef ([weight, steps]: :class:`EarlyEntropy`) and n_envs (envs stepped together; evaluations
+        every ``eval_freq // n_envs`` vectorised steps)
     :return: the job with ``timesteps`` and ``rewards`` (mean evaluation reward at each evaluation) and
         ``first_success`` (:class:`FirstSuccess`: the step at which the first training episode with a positive return
         ended, None for none)
     """
     torch.set_num_threads(1)
     factory = lambda: makeEnv(job["variant"], job["dims"], job["map_seed"])  # noqa: E731
-    venv = normalisedEnv(factory, job["scale"])
+    n_envs = job.get("n_envs", 1)
+    venv = normalisedEnv(factory, job["scale"], n_envs=n_envs)
     venv.seed(job["seed"])
     eval_env = normalisedEnv(factory, job["scale"], training=False)
     eval_env.seed(job["seed"] + 1000)
     model = buildAgent(job, venv)
     recorder = EvaluationRecorder()
-    callback = EvalCallback(eval_env, n_eval_episodes=job["eval_episodes"], eval_freq=job["eval_freq"],
+    callback = EvalCallback(eval_env, n_eval_episodes=job["eval_episodes"],
+                            eval_freq=max(job["eval_freq"] // n_envs, 1),
                             deterministic=True, verbose=0, callback_after_eval=recorder)
     first = FirstSuccess()
     callbacks = [callback, first] + ([EarlyEntropy(*job["early_ent_coef"])] if "early_ent_coef" in job else [])
@@ -360,6 +367,8 @@ def buildParser() -> CLIParser:
                         help="the entropy bonus's weight for the first STEPS steps, ppo2's after [none]")
     parser.add_argument("--results", default=None, metavar="FILE",
                         help="JSON file that keeps the finished runs; runs found there are not run again [none]")
+    parser.add_argument("--n-envs", type=positiveInt, default=1,
+                        help="envs per run, stepped together as train's --num-cpu steps them [1]")
     parser.add_argument("--workers", type=positiveInt, default=2, help="runs at a time [2]")
     addResultsArguments(parser, "the table")
     return parser
@@ -387,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
              "eval_episodes": args.eval_episodes, "map_seed": args.map_seed, "scale": scales[v],
              "hyperparams": hyperparams, "activation": args.policy_activation}
             | ({"early_ent_coef": list(args.early_ent_coef)} if args.early_ent_coef else {})
+            | ({"n_envs": args.n_envs} if args.n_envs != 1 else {})
             for s in range(args.first_seed, args.first_seed + args.seeds) for v in variants]
     finished = {jobSettings(run): run for run in kept}
     results = [finished[jobSettings(job)] for job in jobs if jobSettings(job) in finished]
@@ -416,7 +426,8 @@ def main(argv: list[str] | None = None) -> int:
                  + "".join(f"; {name} {value}" for name, value in hyperparams.items())
                  + (f"; {args.policy_activation} activations" if args.policy_activation != "tanh" else "")
                  + (f"; entropy bonus weight {args.early_ent_coef[0]:g} for the first {args.early_ent_coef[1]:,} "
-                    f"steps" if args.early_ent_coef else ""))
+                    f"steps" if args.early_ent_coef else "")
+                 + (f"; {args.n_envs} envs per run" if args.n_envs != 1 else ""))
         appendReport("ppo2 on ground truth of another shape", command.strip(), notes, table,
                      packages=("torch", "stable_baselines3", "pybullet"), target="bench-state-shape",
                      path=resultsPath(args))

@@ -120,6 +120,7 @@ BENCH_CASES = [
     ("state_shape", ["--map-seed", "-1", "--results", "{bench}/results.json"], ["--map-seed", "'-1'", "0..4294967295"]),
     ("state_shape", ["--first-seed", "4294967296", "--results", "{bench}/results.json"],
      ["--first-seed", "'4294967296'", "out of range"]),
+    ("state_shape", ["--n-envs", "0", "--results", "{bench}/results.json"], ["--n-envs", "'0'"]),
     ("cnn_features", ["--envs", "MobileRobotGymEnv-v0", "--budget", "100", "--eval-freq", "5000", "--bench-dir",
                       "{bench}", "--workers", "1"],
      ["--eval-freq 5000 is more than the 100 steps of a raw-pixel run", "no evaluation would run"]),

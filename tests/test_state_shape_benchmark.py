@@ -146,6 +146,18 @@ def test_the_early_entropy_weight_holds_for_its_steps_then_the_agents_own(monkey
     assert state_shape.runOne(job)["timesteps"] == [128, 256]
 
 
+def test_n_envs_steps_that_many_envs_and_evaluates_at_the_same_steps(monkeypatch, tmp_path):
+    monkeypatch.delenv("SB3_LOGDIR", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    seen: list[int] = []
+    build = state_shape.buildAgent
+    monkeypatch.setattr(state_shape, "buildAgent", lambda job, venv: seen.append(venv.num_envs) or build(job, venv))
+    job = {"variant": "ground_truth", "seed": 0, "dims": 32, "steps": 512, "eval_freq": 256, "eval_episodes": 1,
+           "map_seed": 1000, "scale": 1.0, "n_envs": 4}
+    assert state_shape.runOne(job)["timesteps"] == [256, 512]
+    assert seen == [4]
+
+
 def test_results_are_kept_and_a_second_call_runs_nothing(tmp_path, capsys):
     results = str(tmp_path / "runs.json")
     argv = ["--variants", "linear", "--seeds", "1", "--first-seed", "3", "--steps", "256", "--eval-freq", "128",
