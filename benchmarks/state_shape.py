@@ -21,12 +21,11 @@ dimensions), as train's ``--srl-state-scale participation`` measures it on a mod
 entropy bonus's weight for the updates of the first STEPS steps, ppo2's after) and ``--n-envs N`` (N envs stepped
 together, as train's ``--num-cpu N`` steps them; an evaluation every ``--eval-freq`` env steps, rounded down to a
 multiple of N) change one thing of the agent at a time, and ``--first-seed`` with ``--seeds`` picks the seeds, to
-measure how often each setting traps a seed. Each
-run is Stable-Baselines3's PPO with ppo2's hyperparameters (:data:`rl_baselines.rl_algorithm.ppo2.PPO2Model`'s
-defaults), one env (``--n-envs``), the running mean/std normalisation that train puts on every low-dimensional state
-(``VecNormalize(norm_obs=True, norm_reward=False)``) and SB3's ``EvalCallback`` (a separate env, normalisation
-statistics synced, deterministic actions) every ``--eval-freq`` steps, as ``python -m benchmarks.srl_rl`` runs ppo2.
-One torch thread per run; ``--workers`` runs at a time.
+measure how often each setting traps a seed. Each run is Stable-Baselines3's PPO with ppo2's hyperparameters
+(:data:`rl_baselines.rl_algorithm.ppo2.PPO2Model`'s defaults), one env (``--n-envs``), the running mean/std
+normalisation that train puts on every low-dimensional state (``VecNormalize(norm_obs=True, norm_reward=False)``) and
+SB3's ``EvalCallback`` (a separate env, normalisation statistics synced, deterministic actions) every ``--eval-freq``
+steps, as ``python -m benchmarks.srl_rl`` runs ppo2. One torch thread per run; ``--workers`` runs at a time.
 
 ``--results FILE`` keeps every finished run in a JSON file (atomically, after each run); runs already there with the
 same settings are not run again, so a long measurement resumes where it stopped. It prints, per variant over the
