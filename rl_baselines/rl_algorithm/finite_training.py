@@ -69,8 +69,12 @@ def checkParameters(modules: Iterable[torch.nn.Module], steps: int) -> None:
     :param steps: the run's step count, for the message
     :raises TrainingDiverged: one of their parameters holds NaN or inf
     """
-    if not all(parametersFinite(module) for module in modules):
+    if not _allFinite(modules):
         raise _parametersDiverged(steps)
+
+
+def _allFinite(modules: Iterable[torch.nn.Module]) -> bool:
+    return all(parametersFinite(module) for module in modules)
 
 
 def _parametersDiverged(steps: int) -> TrainingDiverged:
@@ -98,7 +102,7 @@ def divergedInstead(modules: Iterable[torch.nn.Module], steps: Callable[[], int]
     except CommandFailed:
         raise
     except Exception as error:
-        if all(parametersFinite(module) for module in modules):
+        if _allFinite(modules):
             raise
         raise _parametersDiverged(steps()) from error
 
