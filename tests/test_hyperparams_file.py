@@ -122,6 +122,16 @@ def test_a_run_with_value_clipping_resumes_with_it(tmp_path, monkeypatch) -> Non
     assert model.num_timesteps == 512 and model.clip_range_vf(1.0) == 0.2 and model.target_kl is None
 
 
+def test_a_run_with_value_clipping_stopped_before_its_first_checkpoint_starts_again_with_it(tmp_path,
+                                                                                             monkeypatch) -> None:
+    # args.json keeps --clip-range-vf as written (a str): the restart from step 0 builds a new model from it
+    run_args = ["--algo", "ppo2", *GT, "--num-timesteps", "256", "--n-steps", "64", "--checkpoint-freq", "128",
+                "--clip-range-vf", "0.2", "--num-cpu", "1"]
+    run_dir = interruptThenResume(monkeypatch, str(tmp_path), run_args, 50)
+    model = PPO.load(os.path.join(run_dir, "ppo2_model.zip"))
+    assert model.num_timesteps == 256 and model.clip_range_vf(1.0) == 0.2
+
+
 def test_an_rl_zoo_file_gives_the_runs_env_section_and_names_the_equivalents_of_its_other_keys(tmp_path) -> None:
     zoo_file = tmp_path / "ppo.yml"  # rl_zoo3's layout: one section per env id
     zoo_file.write_text("KukaButtonGymEnv-v0:\n  n_steps: 32\nMobileRobotGymEnv-v0:\n  n_steps: 64\n"

@@ -487,7 +487,9 @@ def hyperparamsFromArgs(algo_class: type, args: Any, train_kwargs: dict[str, Any
     spec = algo_class.hyperparamSpec()
     hyperparams = {name: hyperparam.default for name, hyperparam in spec.items()}
     hyperparams.update(saved or {})
-    hyperparams.update(givenFlags(args, spec))
+    for name, value in givenFlags(args, spec).items():
+        kind = type(spec[name].default)  # (a flag of a str type, NoneOrPositive, read back from args.json: a str)
+        hyperparams[name] = kind(value) if kind is not str and issubclass(kind, str) and type(value) is str else value
     hyperparams.update(train_kwargs or {})
     return hyperparams
 
