@@ -385,6 +385,18 @@ def test_a_run_of_the_dataset_settings_resumes_and_replays_without_a_warning(tmp
         assert enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "10"]) == 0
 
 
+def test_a_run_on_a_learned_model_stopped_before_its_first_checkpoint_keeps_its_record(tmp_path, monkeypatch) -> None:
+    """Its --resume starts it again from step 0, deleting the model files saved in the folder: srl_model.json, whose
+    name ends as theirs do (``*_model.*``), went with them, and replay then refused the run."""
+    folder = str(tmp_path / "vae")
+    VAEModel(4, (3, 32, 32), {"env": "MobileRobotGymEnv-v0", "renderer": "sprites"}).save(folder)
+    run_dir = interruptThenResume(monkeypatch, str(tmp_path / "logs"), [
+        "--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model-path", folder, "--num-timesteps", "256",
+        "--checkpoint-freq", "128", "--hyperparam", "n_steps:64", "--num-cpu", "1"], at_step=50)
+    assert os.path.isfile(os.path.join(run_dir, "srl_model.json"))
+    assert enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "10"]) == 0
+
+
 def test_an_arm_model_of_force_down_frames_warns_a_run_without_it(tmp_path) -> None:
     """force_down is compared where the run's env has it, not when either moves joints (which it does not
     restrict): the warning names --force-down and -r together."""

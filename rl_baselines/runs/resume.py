@@ -68,7 +68,7 @@ from rl_baselines.runs.evaluation import keepFirstEvaluations
 from rl_baselines.runs.run_logging import TENSORBOARD_RUN_KEY, VISDOM_ENV_KEY
 from rl_baselines.runs.run_policy import recordedSRLModelFolder
 from rl_baselines.runs.train_config import TrainConfig, upgradeArgsRecord
-from srl_models.config import describeSRLModel
+from srl_models.config import RUN_RECORD_FILE, describeSRLModel
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmptyText, portNumber, pythonCommand
 from srl_toolbox.devices import parseDevice, parseThreads, reuseDevice
 from srl_toolbox.files import readJson, removeTemporaries, writeJson
@@ -191,8 +191,10 @@ def recordSRLModelFolder(run_dir: str, folder: str) -> bool:
 
 
 def modelFiles(run_dir: str) -> list[str]:
-    """:return: the model files saved in a run folder itself (not best/ nor checkpoints/)"""
-    return sorted(path for path in glob.glob(os.path.join(run_dir, "*_model.*")) if os.path.isfile(path))
+    """:return: the model files saved in a run folder itself (not best/ nor checkpoints/; not the SRL model's record,
+    srl_model.json, which the name pattern matches too)"""
+    return sorted(path for path in glob.glob(os.path.join(run_dir, "*_model.*"))
+                  if os.path.isfile(path) and os.path.basename(path) != RUN_RECORD_FILE)
 
 
 def notARunRefusal(run_dir: str) -> str:
