@@ -4,8 +4,8 @@ The pixel policy's features extractor is ``--features-extractor nature`` (SB3's 
 (rl_baselines.rl_algorithm.image_features.SmallCNN). Per env of the SRL + RL benchmark (MobileRobotGymEnv-v0, and
 KukaButtonGymEnv-v0 with a random target and the arm forced down, with that benchmark's evaluation settings:
 benchmarks.srl_rl.plans.PLANS), the script runs the real sweep command, ``python -m rl_baselines.pipeline --algo ppo2``
-(nice-d, ``--workers`` runs at a time, one env and one torch thread each, every other setting at train's defaults;
-the extractors' sweeps run side by side, sharing the workers):
+(nice-d, ``--workers`` runs at a time, one torch thread each, every other setting at train's defaults, ppo2's
+number of envs among them; the extractors' sweeps run side by side, sharing the workers):
 
 - ground truth at the SRL + RL benchmark's budget: 90% of its mean final evaluation reward is the threshold, as in
   docs/srl.md;
@@ -49,6 +49,7 @@ from benchmarks.srl_rl.plans import KUKA, MOBILE, PLANS, QUICK_PLANS, EnvPlan
 from benchmarks.srl_rl.runs import RunRecord, continuedNote, dropRunsOfOtherSettings, finishedRuns
 from environments import defaultRenderer, rendererRefusal
 from replay.results import evaluationStepsToThreshold
+from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS
 from rl_baselines.sweeps.sweep import expandGrid
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmptyText, positiveInt, runCommand
@@ -282,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(verdict for verdict in verdicts if verdict))
     if not args.no_append and tables:
         drawnBy = "each env's default: " + ", ".join(f"{env} {defaultRenderer(env)}" for env in args.envs)
-        notes = (f"ppo2 from raw pixels (train's defaults: one env, n_steps 128, batch 64, 10 epochs; renderer "
+        notes = (f"ppo2 from raw pixels (train's defaults: {registered_rl['ppo2'][0].DEFAULT_ENVS} envs, n_steps 128, "
+                 f"batch 64, 10 epochs; renderer "
                  f"{args.renderer or drawnBy}), {args.seeds} "
                  f"seeds, {args.budget:,} steps per run, evaluations every {args.eval_freq:,} steps, with each features "
                  f"extractor (--features-extractor); ground truth gives the threshold. Runs made by "

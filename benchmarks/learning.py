@@ -140,9 +140,9 @@ CASES: tuple[Case, ...] = (
     Case("ddpg", MOBILE, True, 15_000),
     Case(RANDOM, CARTPOLE, False, 10_000),
     # the RL Zoo's CartPole-v1 PPO (8 envs x 32 steps there, one env x 256 here); the defaults reached 121-500
-    Case("ppo2", CARTPOLE, False, 50_000, ("--n-steps", "256", "--batch-size", "256", "--gae-lambda", "0.8",
-                                           "--gamma", "0.98", "--n-epochs", "20", "--ent-coef", "0",
-                                           "--learning-rate", "0.001", "--lr-schedule", "linear")),
+    Case("ppo2", CARTPOLE, False, 50_000, ("--num-cpu", "1", "--n-steps", "256", "--batch-size", "256",
+                                           "--gae-lambda", "0.8", "--gamma", "0.98", "--n-epochs", "20",
+                                           "--ent-coef", "0", "--learning-rate", "0.001", "--lr-schedule", "linear")),
     Case("deepq", CARTPOLE, False, 30_000),
     # Evolution strategies play one episode per candidate: MobileRobot's sparse reward (+1 near the target) leaves
     # their candidates' episodes at the random agent's level after 100k steps (see docs/benchmarks.md).
@@ -164,8 +164,8 @@ CASES: tuple[Case, ...] = (
     # then one rollout of all the steps before the first PPO update: every episode is the clone's)
     Case(RANDOM, MOBILE, False, 10_000, ("-r",), tag="imitation"),
     Case("gail", MOBILE, False, 60_000, ("-r", "--gail-dataset", "{expert}"), tag="imitation"),
-    Case("ppo2", MOBILE, False, 5_000, ("-r", "--pretrain-dataset", "{expert}", "--n-steps", "5000"),
-         tag="imitation"),
+    Case("ppo2", MOBILE, False, 5_000, ("-r", "--pretrain-dataset", "{expert}", "--num-cpu", "1", "--n-steps",
+                                        "5000"), tag="imitation"),
     # The arm as in the SRL + RL benchmark (ppo2's deterministic evaluation reached 5 presses after 15k-25k steps
     # there): a random target, never up; masked moves are those the work box clips to nothing.
     Case(RANDOM, KUKA, False, 10_000, KUKA_FLAGS),
@@ -360,9 +360,13 @@ def prepareExpert(scratch: str, steps: int) -> tuple[str, float]:
 
 
 def runKey(case: Case, steps: int, seed: int, last_episodes: int) -> str:
-    """:return: what identifies a run's settings in :data:`RUNS_FILE`"""
+    """:return: what identifies a run's settings in :data:`RUNS_FILE`: the case's flags, and ``envsN`` where the
+    algorithm's default number of envs (train's ``--num-cpu`` left out) is not 1, so that a record made before that
+    default is not taken for one of it"""
+    given = "--num-cpu" in case.extra or case.algo not in registered_rl
+    envs = 1 if given else registered_rl[case.algo][0].DEFAULT_ENVS
     return " ".join([case.algo, case.env, "-c" if case.continuous else "-d", str(steps), f"seed{seed}",
-                     f"last{last_episodes}", *case.extra])
+                     f"last{last_episodes}", *case.extra, *([f"envs{envs}"] if envs != 1 else [])])
 
 
 def loadRecordedRuns(path: str | None = None) -> dict[str, dict[str, Any]]:

@@ -4,8 +4,8 @@ Three runs per seed (``--seeds``, 0 1 2 by default) on one machine, ``--workers`
 programs' raw-pixel runs of a seed side by side, each on a core of its own; the learned runs after them), each a whole
 process started by this script (interpreter start-up, imports, env construction, training, the periodic evaluations
 and the saves all count), one torch thread each (``OMP_NUM_THREADS=1``), the same seed, env settings, evaluation
-settings and PPO hyperparameters (ppo2's defaults, with its raw-pixel ones for raw pixels, written into an rl_zoo3
-hyperparameters file):
+settings and PPO hyperparameters (ppo2's defaults, with its raw-pixel ones for raw pixels, and its default number of
+envs, written into an rl_zoo3 hyperparameters file):
 
 - ``toolbox raw_pixels``: ``python -m rl_baselines.train --algo ppo2 --srl-model raw_pixels`` at every default;
 - ``toolbox <learned>``: the same on a learned representation (``--learned``, default srl_splits: the best learned
@@ -98,9 +98,9 @@ def pixelNote() -> str:
 
 def zooHyperparams(steps: int, given: dict[str, Any] | None = None) -> dict[str, Any]:
     """:return: rl_zoo3's hyperparameters file for the env: ppo2's raw-pixel defaults with ``given`` (typed ppo2
-    hyperparameters) over them, as SB3 takes them, one env, CnnPolicy"""
+    hyperparameters) over them, as SB3 takes them, ppo2's default number of envs, CnnPolicy"""
     params = plainValues({**PPO2Model.DEFAULT_HYPERPARAMS, **pixelDefaults(), **(given or {})})
-    return {ENV: {"n_envs": 1, "n_timesteps": steps, "policy": "CnnPolicy", **params}}
+    return {ENV: {"n_envs": PPO2Model.DEFAULT_ENVS, "n_timesteps": steps, "policy": "CnnPolicy", **params}}
 
 
 def toolboxCommand(observation: str, steps: int, eval_freq: int, seed: int, log_dir: str,
@@ -308,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     common = {"steps": steps, "eval_freq": eval_freq, "threshold": threshold}
     if given:  # (absent for the defaults: the results made before the option stay reusable)
         common["hyperparams"] = {name: str(value) for name, value in given.items()}
+    if PPO2Model.DEFAULT_ENVS != 1:  # (absent at one env: the results made with one stay reusable)
+        common["n_envs"] = PPO2Model.DEFAULT_ENVS
     invocation = {"workers": args.workers}
 
     def buildToolbox(observation: str, seed: int) -> Callable[[str], tuple]:

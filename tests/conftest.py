@@ -60,6 +60,7 @@ def trainArgs(algo: str | None = None, **values) -> argparse.Namespace:
     args = TrainConfig(**({"algo": algo} if algo else {})).namespace()
     for name, value in (algorithmDefaults(algo) if algo else {}).items():
         vars(args).setdefault(name, value)
+    args.num_cpu = algorithmDefaults(algo)["num_cpu"] if algo else 1  # (as validation resolves it; no algorithm: 1)
     vars(args).update(values)
     return args
 

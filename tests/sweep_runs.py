@@ -16,8 +16,9 @@ from rl_baselines.sweeps.run_attempts import DONE_FILE, PID_FILE, finishedFolder
 
 ENVS = ["MobileRobotGymEnv-v0", "MobileRobot1DGymEnv-v0"]
 SRL_MODELS = ["ground_truth", "raw_pixels"]
-# Tiny runs: one PPO rollout of 128 steps x 3, one finished 250-step episode each; 36x36 is the CNN's smallest input.
-TRAIN_FLAGS = ["--num-timesteps", "300", "--img-shape", "3", "36", "36", "--random-target"]
+# Tiny runs of one env: PPO rollouts of 128 steps x 3, one finished 250-step episode each; 36x36 is the CNN's smallest
+# input.
+TRAIN_FLAGS = ["--num-timesteps", "300", "--img-shape", "3", "36", "36", "--random-target", "--num-cpu", "1"]
 SWEEP_TIMEOUT_S = 600
 
 

@@ -273,7 +273,7 @@ def test_torch_threads_from_python_are_read_as_the_flag_reads_them(tmp_path, mon
                 api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path, torch_threads=bad)
         assert not os.path.exists(tmp_path / "MobileRobotGymEnv-v0")
         torch.set_num_threads(2)
-        result = api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path, hyperparams={"n_steps": 64},
+        result = api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path, hyperparams={"n_steps": 16},
                                 torch_threads="auto")
         assert result.args.torch_threads == 1  # auto: one thread for an MLP policy
         assert torch.get_num_threads() == 2  # the caller's, put back after training
@@ -305,7 +305,7 @@ def apiRun(tmp_path_factory):
     torch.set_num_threads(2)
     try:
         result = api.trainAgent(**GT, num_timesteps=256, seed=2, log_dir=tmp_path_factory.mktemp("api_run"),
-                                min_episodes_save=1, hyperparams={"n_steps": 64})
+                                min_episodes_save=1, hyperparams={"n_steps": 64}, num_cpu=1)  # an episode ends
         return result, torch.get_num_threads()
     finally:
         torch.set_num_threads(before)
@@ -464,7 +464,7 @@ def test_package_exports_the_api_lazily():
 
 def test_a_diverged_run_raises_training_diverged(tmp_path) -> None:
     with pytest.raises(rl_baselines.TrainingDiverged, match="training diverged by step 64: the policy's parameters"):
-        rl_baselines.trainAgent(algo="ppo2", srl_model="ground_truth", num_timesteps=256, hyperparam=["n_steps:64"],
+        rl_baselines.trainAgent(algo="ppo2", srl_model="ground_truth", num_timesteps=256, hyperparam=["n_steps:16"],
                                 learning_rate=1e20, log_dir=str(tmp_path))
     assert issubclass(rl_baselines.TrainingDiverged, CommandFailed)  # the command's one error: line, exit 1
 
@@ -538,7 +538,7 @@ def test_a_second_ctrl_c_before_the_first_step_saves_nothing_and_exits_130(tmp_p
     assert exit_info.value.code == 130 and "error" not in captured.err, captured.err
     assert "Interrupted: 0 steps" in captured.out
     with pytest.raises(api.TrainingInterrupted) as stopped:  # passed on, as Python passes a Ctrl-C on
-        api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path / "api", hyperparams={"n_steps": 64})
+        api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path / "api", hyperparams={"n_steps": 16})
     result = stopped.value.result
     assert result.exit_code == 130 and result.model is None and result.num_timesteps == 0
     assert os.path.isfile(RunFolder(result.run_dir).args_file)
@@ -575,7 +575,7 @@ def test_resume_false_or_none_is_left_out_and_a_wrong_kind_is_a_usage_error(tmp_
     with pytest.raises(api.UsageError, match=r"^resume True must be a run folder's path$"):
         api.trainAgent(**GT, log_dir=tmp_path, resume=True)
     assert os.listdir(tmp_path) == []
-    assert api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path, hyperparams={"n_steps": 64},
+    assert api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path, hyperparams={"n_steps": 16},
                           resume=None).exit_code == 0
 
 
@@ -585,9 +585,9 @@ def test_training_and_evaluating_put_the_callers_thread_count_back(tmp_path) -> 
     caller = maxThreads() + 2
     try:
         torch.set_num_threads(caller)
-        result = api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path, hyperparams={"n_steps": 64})
+        result = api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path, hyperparams={"n_steps": 16})
         assert result.args.torch_threads == maxThreads() and torch.get_num_threads() == caller
-        again = api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path, hyperparams={"n_steps": 64}, torch_threads=1)
+        again = api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path, hyperparams={"n_steps": 16}, torch_threads=1)
         assert again.args.torch_threads == 1 and torch.get_num_threads() == caller
         torch.set_num_threads(1)
         api.evaluateAgent(result.run_dir, episodes=1)

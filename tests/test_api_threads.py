@@ -33,7 +33,7 @@ def inThread(call: Callable[[], Any]) -> Any:
 
 def test_train_agent_in_a_thread_trains_and_leaves_the_handlers(tmp_path) -> None:
     handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
-    result = inThread(lambda: api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path, hyperparams={"n_steps": 64}))
+    result = inThread(lambda: api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path, hyperparams={"n_steps": 16}))
     assert isinstance(result, api.TrainResult), result
     assert result.exit_code == 0 and result.num_timesteps == 64
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers

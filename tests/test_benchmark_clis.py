@@ -114,6 +114,8 @@ BENCH_CASES = [
                 "vae", "--seeds", "1", "--srl-seed", "-5", "--no-progress"], ["--srl-seed", "'-5'", "0..4294967295"]),
     ("srl_rl", ["--quick", "--bench-dir", "{bench}", "--env", "MobileRobotGymEnv-v0", "--srl-seed", "4294967296"],
      ["--srl-seed", "'4294967296'", "out of range"]),
+    ("srl_rl", ["--quick", "--bench-dir", "{bench}", "--env", "MobileRobotGymEnv-v0", "--envs", "300"],
+     ["--envs", "'300'", "1..256"]),
     ("srl_rl", ["--quick", "--bench-dir", "{bench}", "--env", "MobileRobotGymEnv-v0", "--observations", "vae",
                 "--seeds", "1", "--state-dim", "100000000", "--no-progress"],
      ["--state-dim", "'100000000'", "1..4096"]),

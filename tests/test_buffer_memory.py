@@ -98,7 +98,8 @@ def test_a_buffer_size_given_to_a_continued_model_or_a_version_1_plugin_is_check
     monkeypatch.setattr(buffer_memory, "machineMemory", lambda: 2 ** 20)  # 1 MiB
     runs = sorted((tmp_path / "logs").rglob("args.json"))
     continued = [*common, "--load-rl-model-path", model]
-    with pytest.raises(UsageError, match=r"^--hyperparam n_steps:100000: ppo2's rollout buffer would take 3\.4 MiB"):
+    with pytest.raises(UsageError, match=r"^--hyperparam n_steps:100000: ppo2's rollout buffer would take 13\.7 MiB "
+                                         r"\(100000 steps x 4 envs"):
         train_checks.validate(train.parseCommand([*continued, "--hyperparam", "n_steps:100000"])[0], registered_rl)
     train_checks.validate(train.parseCommand(continued)[0], registered_rl)  # its saved n_steps
     assert sorted((tmp_path / "logs").rglob("args.json")) == runs  # nothing written

@@ -22,7 +22,8 @@ def test_the_continue_command_keeps_the_runs_settings() -> None:
                                             "--checkpoint-freq", "--episode-window", "--tag", "--num-cpu")} == {
         "--augment": "shift", "--vec-env": "subproc", "--eval-freq": "500", "--eval-episodes": "3",
         "--checkpoint-freq": "1000", "--episode-window": "10", "--tag": "long", "--num-cpu": "2"}
-    plain = continueCommand(TrainConfig(algo="ppo2", env="MobileRobotGymEnv-v0", vec_env="dummy"), None, 64).split()
+    plain = continueCommand(TrainConfig(algo="ppo2", env="MobileRobotGymEnv-v0", vec_env="dummy", num_cpu=1), None,
+                            64).split()
     for flag in ("--augment", "--vec-env", "--eval-freq", "--eval-episodes", "--checkpoint-freq", "--buffer-save-freq",
                  "--min-episodes-save", "--episode-window", "--tag"):
         assert flag not in plain  # train's defaults (one env: its envs always step in the training process)
@@ -33,5 +34,5 @@ def test_the_continue_command_names_the_running_interpreter(monkeypatch) -> None
     monkeypatch.setattr(shutil, "which", lambda name, *args, **kwargs: None)  # no `python` on PATH
     interpreter = pythonCommand()
     assert interpreter != "python"
-    command = continueCommand(TrainConfig(algo="ppo2", env="MobileRobotGymEnv-v0"), "RUN/ppo2_model.zip", 64)
+    command = continueCommand(TrainConfig(algo="ppo2", env="MobileRobotGymEnv-v0", num_cpu=4), "RUN/ppo2_model.zip", 64)
     assert command.startswith(f"{interpreter} -m rl_baselines.train --algo ppo2 ")

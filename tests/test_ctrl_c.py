@@ -134,7 +134,7 @@ def _oneCtrlCAt(monkeypatch, steps: int) -> None:
     monkeypatch.setattr(TrainingCallbacks, "on_step", oneCtrlC)
 
 
-SECOND_CTRL_C_RUNS = {"ppo2": ["--hyperparam", "n_steps:100", "batch_size:50", "n_epochs:1"], "acktr": [],
+SECOND_CTRL_C_RUNS = {"ppo2": ["--hyperparam", "n_steps:25", "batch_size:50", "n_epochs:1"], "acktr": [],  # x 4 envs
                       "cma-es": ["--hyperparam", "num_population:2"]}
 
 

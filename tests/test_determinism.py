@@ -59,7 +59,7 @@ ALGO_ARGS: dict[str, list[str]] = {
              "n_epochs:2"],
     "her": ["--hyperparam", "learning_starts:250", "batch_size:32", "train_freq:4"],
     "maskable_ppo": ["--hyperparam", "n_epochs:2"],
-    "ppo2": ["--hyperparam", "n_epochs:2"],
+    "ppo2": ["--hyperparam", "n_epochs:2", "n_steps:16"],  # rollouts of 4 envs x 16 steps
     "ppo_lstm": ["--hyperparam", "n_steps:64", "batch_size:64", "n_epochs:1"],
     "qrdqn": ["--hyperparam", "learning_starts:100"],
     "sac": ["--hyperparam", *OFF_POLICY],

@@ -38,11 +38,11 @@ REPLAY = ["--num-timesteps", "10", "--no-progress", "--no-vis"]
 
 @pytest.fixture(scope="module")
 def checkpointedRun(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A finished ppo2 run with checkpoints at 250 and 500 steps."""
+    """A finished ppo2 run of one env with checkpoints at 250 and 500 steps."""
     log_dir = str(tmp_path_factory.mktemp("checkpointed"))
     assert train.main(["--no-vis", "--no-progress", *GT, "--algo", "ppo2", "--num-timesteps", "500",
                        "--checkpoint-freq", "250", "--log-dir", log_dir, "--hyperparam", "n_steps:125",
-                       "batch_size:25", "n_epochs:1"]) == 0
+                       "batch_size:25", "n_epochs:1", "--num-cpu", "1"]) == 0
     run_dir = glob.glob(os.path.join(log_dir, "MobileRobotGymEnv-v0", "*", "*", "*"))[0]
     assert [steps for steps, _ in listCheckpoints(run_dir)] == [250, 500]
     return run_dir
@@ -131,7 +131,7 @@ def test_a_killed_runs_latest_model_is_replayed_as_unfinished(tmp_path, monkeypa
     output = open(tmp_path / "train.out", "w")  # closed once the process is
     process = startModule("rl_baselines.train", "--no-vis", "--no-progress", *GT, "--algo", "ppo2", "--num-timesteps",
                           "1000000", "--checkpoint-freq", "250", "--log-dir", log_dir, "--hyperparam", "n_steps:125",
-                          "batch_size:25", "n_epochs:1", stdout=output, stderr=output)
+                          "batch_size:25", "n_epochs:1", "--num-cpu", "1", stdout=output, stderr=output)
     deadline = time.monotonic() + 120
     manifests: list[str] = []
     while process.poll() is None and time.monotonic() < deadline:  # the run's model and its first checkpoint saved

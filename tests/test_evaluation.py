@@ -35,10 +35,10 @@ from rl_baselines.runs.evaluation import EVALUATIONS_FILE, readEvaluations
 from srl_toolbox.cli import UsageError
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--shape-reward"]
-# Checkpoints every 500 steps fall on rollout and episode ends (MobileRobot episodes last 250 steps), as in
+# Checkpoints every 500 steps of one env fall on rollout and episode ends (MobileRobot episodes last 250 steps), as in
 # test_resume: a resumed run then trains exactly as the uninterrupted one.
 PPO2 = [*GT, "--algo", "ppo2", "--num-timesteps", "1000", "--checkpoint-freq", "500", "--seed", "1",
-        "--hyperparam", "n_steps:125", "batch_size:25", "n_epochs:2"]
+        "--hyperparam", "n_steps:125", "batch_size:25", "n_epochs:2", "--num-cpu", "1"]
 EVAL = ["--eval-freq", "200", "--eval-episodes", "2"]
 EVAL_TAGS = ("eval/mean_reward", "eval/std_reward", "eval/mean_ep_length", "eval/success_rate")
 
@@ -244,7 +244,7 @@ def test_readers_prefer_evaluations(evaluatedRun, tmp_path, capsys):
 @pytest.mark.slow
 def test_pipeline_passes_the_evaluation_flags(tmp_path):
     result = runModule("rl_baselines.pipeline", "--algo", "ppo2", *GT[:4], "--num-timesteps", "128", "--eval-freq",
-                       "64", "--eval-episodes", "1", "--hyperparam", "n_steps:64", "--num-iteration", "1",
+                       "64", "--eval-episodes", "1", "--hyperparam", "n_steps:16", "--num-iteration", "1",
                        "--log-dir", tmp_path, "--no-vis", "--no-progress")
     assert result.returncode == 0, result.stdout + result.stderr
     (path,) = glob.glob(str(tmp_path / "*" / "*" / "*" / "*" / EVALUATIONS_FILE))
@@ -265,7 +265,7 @@ def test_eval_episodes_without_eval_freq_warns(tmp_path):
     assert not os.listdir(tmp_path)
 
 
-@pytest.mark.parametrize("algo, rollout, late", [("ppo2", "n_steps:64", 200),
+@pytest.mark.parametrize("algo, rollout, late", [("ppo2", "n_steps:16", 200),  # x its 4 envs
                                                  ("ppo1", "timesteps_per_actorbatch:64", 129)])
 def test_a_run_that_ends_before_its_first_evaluation_says_so(tmp_path, algo, rollout, late):
     """`--eval-freq 200` with a budget of 100 steps was accepted without a word, and no evaluation was made. The

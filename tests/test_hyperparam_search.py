@@ -48,8 +48,9 @@ from rl_baselines.sweeps.search_trials import (  # noqa: E402
 from srl_toolbox.cli import UsageError  # noqa: E402
 
 ENV = "MobileRobotGymEnv-v0"  # 250-step episodes, no rendering with ground truth
-# n_steps fixed small so that a trial of 1000 steps makes several PPO updates (and it is left out of the search)
-COMMON = ["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--hyperparam", "n_steps:64",
+# n_steps fixed small, one env, so that a trial of 1000 steps makes several PPO updates (and it is left out of the
+# search)
+COMMON = ["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--hyperparam", "n_steps:64", "--num-cpu", "1",
           "--checkpoint-freq", "-1", "--no-progress"]
 
 

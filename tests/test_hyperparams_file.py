@@ -21,7 +21,7 @@ from rl_baselines.runs import train
 from rl_baselines.runs.hyperparam_sources import parseHyperparamPairs, readHyperparamFile
 from rl_baselines.runs.hyperparams_file import usedHyperparams
 from rl_baselines.runs.monitor_files import loadEpisodes
-from rl_baselines.runs.train_checks import baseParser
+from rl_baselines.runs.train_checks import algorithmParser
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.cli import UsageError
 
@@ -37,7 +37,7 @@ def _readYaml(run_dir: str) -> dict:
 def test_every_algorithm_writes_values_it_reads_back(algo: str, tmp_path) -> None:
     algo_class, _, action_types = registered_rl[algo]
     flags = [*GT, "--algo", algo] + (["-c"] if ActionType.DISCRETE not in action_types else [])
-    args = algo_class.customArguments(baseParser()).parse_args(flags)
+    args = algorithmParser(algo_class).parse_args(flags)  # (--num-cpu at the algorithm's default, as train has it)
     used = usedHyperparams(algo_class, TrainConfig.fromValues(vars(args)), {})
     defaults = getattr(algo_class, "DEFAULT_HYPERPARAMS", {}) or {}
     assert set(defaults) <= set(used)
@@ -206,7 +206,7 @@ def test_a_model_continued_under_lr_schedule_linear_decays_from_its_saved_rate(t
     """A model trained at a constant rate, continued with --lr-schedule linear and no --learning-rate, decays
     linearly from its saved rate (the flag was ignored: the rate stayed constant)."""
     flags = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--n-steps", "32",
-             "--batch-size", "32", "--n-epochs", "1", "--checkpoint-freq", "-1"]
+             "--batch-size", "32", "--n-epochs", "1", "--checkpoint-freq", "-1", "--num-cpu", "1"]  # an update per 32
     first = trainHere(*flags, "--learning-rate", "0.001", "--num-timesteps", "64", "--log-dir", tmp_path / "first")
     continued = trainHere(*flags, "--num-timesteps", "128", "--lr-schedule", "linear", "--log-dir", tmp_path / "next",
                           "--load-rl-model-path", os.path.join(first, "ppo2_model.zip"))
@@ -221,7 +221,7 @@ def test_a_model_saved_under_lr_schedule_linear_continues_it_and_its_records_say
     """A model trained with --lr-schedule linear, continued with neither flag, kept decaying (SB3 restores its
     schedule) while args.json said constant and hyperparams.yaml ppo2's default rate, 0.0003."""
     flags = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--n-steps", "32",
-             "--batch-size", "32", "--n-epochs", "1", "--checkpoint-freq", "-1"]
+             "--batch-size", "32", "--n-epochs", "1", "--checkpoint-freq", "-1", "--num-cpu", "1"]  # an update per 32
     first = trainHere(*flags, "--learning-rate", "0.001", "--lr-schedule", "linear", "--num-timesteps", "64",
                       "--log-dir", tmp_path / "first")
     continued = trainHere(*flags, "--num-timesteps", "128", "--log-dir", tmp_path / "next",

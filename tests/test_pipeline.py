@@ -216,7 +216,7 @@ def test_two_pipelines_on_one_folder_share_the_runs(tmp_path) -> None:
     # other records its outcome; no run folder gets the other's output, and the state file says every run finished.
     # Each run writes its --tensorboard-log sub folder, named after its run folder.
     log_dir, tensorboard_dir = str(tmp_path / "logs"), tmp_path / "tb"
-    flags = ["--num-timesteps", "300", "--random-target"]
+    flags = ["--num-timesteps", "300", "--random-target", "--hyperparam", "n_steps:32"]  # updates of 4 x 32 steps
     args = ["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--num-iteration", "2", "--seed", "0",
             "--workers", "1", "--log-dir", log_dir, "--no-vis", "--no-progress", *flags, "--tensorboard-log",
             str(tensorboard_dir)]
@@ -259,12 +259,12 @@ def test_two_pipelines_on_one_folder_share_the_runs(tmp_path) -> None:
     assert all("train/loss" in _scalars(str(tensorboard_dir / folder)) for folder in os.listdir(tensorboard_dir))
 
 
-# n_steps 125: rollouts and checkpoints (every 250 steps) end on MobileRobot's 250-step episode ends, so a resumed run
-# plays exactly the episodes of an uninterrupted one (see tests/test_resume.py). Killed after its second checkpoint
-# (500 steps), the run has as many steps left to continue.
+# One env, n_steps 125: rollouts and checkpoints (every 250 steps) end on MobileRobot's 250-step episode ends, so a
+# resumed run plays exactly the episodes of an uninterrupted one (see tests/test_resume.py). Killed after its second
+# checkpoint (500 steps), the run has as many steps left to continue.
 RESUME_STEPS = 1000
 RESUME_FLAGS = ["--num-timesteps", str(RESUME_STEPS), "--checkpoint-freq", "250", "--hyperparam", "n_steps:125",
-                "batch_size:25", "n_epochs:2"]
+                "batch_size:25", "n_epochs:2", "--num-cpu", "1"]
 
 
 def test_a_continued_run_adds_the_seconds_of_its_stopped_attempts(tmp_path) -> None:

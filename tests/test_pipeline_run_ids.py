@@ -40,7 +40,7 @@ def test_grid_expansion_and_run_ids(tmp_path) -> None:
     base = makeSpec("ppo2", env, "ground_truth", 0, ["--num-timesteps", "300", "-c"], str(tmp_path))
     # Flag order, aliases, number spelling and explicit defaults do not change what a run computes, nor its id
     same = makeSpec("ppo2", env, "ground_truth", 0, ["--continuous-actions", "--num-timesteps", "3e2", "--num-cpu",
-                                                     "1"], str(tmp_path))
+                                                     "4"], str(tmp_path))  # (ppo2's default envs)
     assert same.run_id == base.run_id
     others = [makeSpec("ppo2", env, "ground_truth", 1, ["--num-timesteps", "300", "-c"], str(tmp_path)),
               makeSpec("ppo2", env, "ground_truth", 0, ["--num-timesteps", "400", "-c"], str(tmp_path)),

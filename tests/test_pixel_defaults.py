@@ -73,7 +73,8 @@ def test_a_raw_pixel_run_made_before_the_default_resumes_as_it_was(tmp_path, mon
     # made unclipped, its args.json without the flag: as every raw-pixel run before the pixel default
     run_dir = interruptedRun(monkeypatch, str(tmp_path), ["--algo", "ppo2", *ENV, "--srl-model", "raw_pixels",
                                                           "--num-timesteps", "384", "--n-steps", "64",
-                                                          "--checkpoint-freq", "64", "--clip-range-vf", "none"], 200)
+                                                          "--checkpoint-freq", "64", "--clip-range-vf", "none",
+                                                          "--num-cpu", "1"], 200)
     args = _args(run_dir)
     del args["hp_clip_range_vf"]
     with open(os.path.join(run_dir, "args.json"), "w") as stream:

@@ -24,8 +24,8 @@ from srl_toolbox.plots import movingAverage
 from srl_toolbox.settings import keywordArguments
 
 ENV = "MobileRobotGymEnv-v0"
-SWEEP = {"algo": "ppo2", "env": ENV, "srl_model": "ground_truth", "num_iteration": 2, "num_timesteps": 256,
-         "hyperparam": ["n_steps:64"]}
+SWEEP = {"algo": "ppo2", "env": ENV, "srl_model": "ground_truth", "num_iteration": 2, "num_timesteps": 1024,
+         "hyperparam": ["n_steps:64"]}  # (4 envs: an episode each)
 
 
 def commandError(main, argv: list[str], capsys: pytest.CaptureFixture) -> str:

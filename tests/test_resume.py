@@ -80,9 +80,9 @@ from srl_toolbox.files import atomicPath
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
 EPISODE_STEPS = 250
-# n_steps 125: every rollout ends on a multiple of 125 steps, so checkpoints (every 500) fall on episode ends.
+# One env, n_steps 125: every rollout ends on a multiple of 125 steps, so checkpoints (every 500) fall on episode ends.
 RUNS = {
-    "ppo2": [*GT, "--algo", "ppo2", "--num-timesteps", "3000", "--checkpoint-freq", "500",
+    "ppo2": [*GT, "--algo", "ppo2", "--num-timesteps", "3000", "--checkpoint-freq", "500", "--num-cpu", "1",
              "--hyperparam", "n_steps:125", "batch_size:25", "n_epochs:2"],
     "sac": [*GT, "--algo", "sac", "-c", "--num-timesteps", "1500", "--checkpoint-freq", "500",
             "--hyperparam", "learning_starts:250", "batch_size:32", "train_freq:4"],
@@ -401,11 +401,11 @@ def test_training_survives_the_visdom_server_being_killed(tmp_path):
 
 @pytest.fixture(scope="module")
 def shortRun(tmp_path_factory) -> str:
-    """A finished ppo2 run with checkpoints at 250 and 500 steps (in-process, cheap)."""
+    """A finished ppo2 run with checkpoints at 250 and 500 steps (in-process, cheap; one env)."""
     log_dir = tmp_path_factory.mktemp("short")
     code = train.main(["--no-vis", "--no-progress", *GT, "--algo", "ppo2", "--num-timesteps", "500",
                        "--checkpoint-freq", "250", "--log-dir", str(log_dir), "--hyperparam", "n_steps:125",
-                       "batch_size:25", "n_epochs:1"])
+                       "batch_size:25", "n_epochs:1", "--num-cpu", "1"])
     assert code == 0
     return _runFolderUnder(str(log_dir))
 
@@ -497,7 +497,8 @@ def test_resume_refusals_and_finished_run(tmp_path, shortRun, capsys):
         train.main(["--resume", str(tmp_path)])
     plugin_run = tmp_path / "plugin_run"
     plugin_run.mkdir()
-    (plugin_run / "args.json").write_text(json.dumps(TrainConfig(algo="cem", env="MobileRobotGymEnv-v0").argsRecord()))
+    (plugin_run / "args.json").write_text(json.dumps(TrainConfig(algo="cem", env="MobileRobotGymEnv-v0",
+                                                                 num_cpu=1).argsRecord()))  # (as validated)
     with pytest.raises(UsageError, match="cem does not implement saveTrainingState/loadTrainingState"):
         train.main(["--resume", str(plugin_run)])
     assert train.main(["--resume", shortRun, "--no-vis"]) == 0
@@ -659,10 +660,11 @@ def test_the_default_checkpoint_interval_is_the_first_attempts() -> None:
 
 def test_default_checkpoints_are_five_per_run_and_a_resumed_run_keeps_their_steps(tmp_path, monkeypatch):
     """ppo2, 2,000 steps, --checkpoint-freq 0: due every 400 steps, each written at the first rollout start (every 128
-    steps, whatever the epochs per rollout: one here) at or after its step: 512, 896, 1280, 1664 and the final 2048
-    (the interval counted from each late save wrote four: 512, 1024, 1536, 2048). Stopped at 700 and resumed from
-    512, the run writes the same ones."""
-    args = [*GT, "--algo", "ppo2", "--num-timesteps", "2000", "--seed", "3", "--hyperparam", "n_epochs:1"]
+    steps with one env, whatever the epochs per rollout: one here) at or after its step: 512, 896, 1280, 1664 and the
+    final 2048 (the interval counted from each late save wrote four: 512, 1024, 1536, 2048). Stopped at 700 and
+    resumed from 512, the run writes the same ones."""
+    args = [*GT, "--algo", "ppo2", "--num-timesteps", "2000", "--seed", "3", "--hyperparam", "n_epochs:1",
+            "--num-cpu", "1"]
     reference = trainHere("--log-dir", tmp_path / "reference", *args)
     assert _steps(reference) == [512, 896, 1280, 1664, 2048]
     run_dir = interruptedRun(monkeypatch, str(tmp_path / "stopped"), args, at_step=700)

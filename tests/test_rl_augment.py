@@ -106,7 +106,7 @@ def _bufferRecord(model_file: str, keyword: str) -> tuple[str, dict]:
 
 
 def test_ppo2_rad_trains_on_shifted_minibatches_the_same_for_a_seed_and_a_continued_run_can_stop(tmp_path) -> None:
-    short = ["--num-timesteps", "64", "--n-steps", "32", "--batch-size", "32", "--n-epochs", "1"]
+    short = ["--num-timesteps", "64", "--n-steps", "8", "--batch-size", "32", "--n-epochs", "1"]  # x 4 envs
     rad = ["--augment", "shift", "--augment-loss", "rad"]
     shifted = trainHere("--algo", "ppo2", *PIXELS, *short, *rad, "--log-dir", tmp_path / "a")
     with open(os.path.join(shifted, "args.json")) as handle:
@@ -195,7 +195,7 @@ def test_drac_adds_the_gradient_of_its_weighted_policy_regulariser_to_the_update
 
 
 def test_ppo2_drac_learns_from_the_rollout_as_collected_with_the_regulariser_on_shifted_views(tmp_path) -> None:
-    short = ["--num-timesteps", "64", "--n-steps", "32", "--batch-size", "32", "--n-epochs", "1"]
+    short = ["--num-timesteps", "64", "--n-steps", "8", "--batch-size", "32", "--n-epochs", "1"]  # x 4 envs
     run = trainHere("--algo", "ppo2", *PIXELS, *short, "--augment", "shift", "--log-dir", tmp_path)
     with open(os.path.join(run, "args.json")) as handle:
         record = json.load(handle)
@@ -220,7 +220,7 @@ def test_an_interrupted_drac_run_resumes_with_its_regulariser_as_the_uninterrupt
     shifts are drawn from torch's generator, which the checkpoint keeps; the regulariser is attached again."""
     monkeypatch.setattr(MobileRobotGymEnv, "MAX_STEPS", 32)
     args = ["--algo", "ppo2", *PIXELS, "--num-timesteps", "96", "--n-steps", "32", "--batch-size", "32", "--n-epochs",
-            "1", "--checkpoint-freq", "32", "--augment", "shift", "--seed", "3"]
+            "1", "--checkpoint-freq", "32", "--augment", "shift", "--seed", "3", "--num-cpu", "1"]  # (episode ends)
     reference = trainHere(*args, "--log-dir", tmp_path / "reference")
     run_dir = interruptThenResume(monkeypatch, str(tmp_path / "stopped"), args, 40)
 

@@ -49,8 +49,8 @@ def _runLog(tensorboard_dir, run_dir: str) -> str:
 @pytest.mark.slow
 def test_sb3_algorithm_writes_losses_and_episodes(tmp_path) -> None:
     tensorboard_dir = tmp_path / "tb"
-    result = runTrain("--algo", "ppo2", *GT, "--num-timesteps", "512", "--n-steps", "128", "--log-dir",
-                      tmp_path / "logs", "--tensorboard-log", tensorboard_dir)
+    result = runTrain("--algo", "ppo2", *GT, "--num-timesteps", "512", "--n-steps", "128", "--num-cpu", "1",
+                      "--log-dir", tmp_path / "logs", "--tensorboard-log", tensorboard_dir)  # (an episode per 250 steps)
     run_dir = runFolder(result)
     folder = _runLog(tensorboard_dir, run_dir)
     assert os.path.basename(folder) == f"MobileRobotGymEnv-v0_ground_truth_ppo2_{os.path.basename(run_dir)}"
@@ -170,9 +170,10 @@ def _meanPoints(run_dir: str, tensorboard_dir) -> tuple[list, list]:
 
 @pytest.mark.slow
 def test_tensorboard_episode_means_are_progress_csvs_also_across_resume(tmp_path, monkeypatch) -> None:
-    # rollouts and the checkpoint at 500 end on episode ends (250 steps): the resumed run is the uninterrupted one
+    # one env: rollouts and the checkpoint at 500 end on episode ends (250 steps): the resumed run is the
+    # uninterrupted one
     run_args = ["--algo", "ppo2", *GT, "--num-timesteps", "1000", "--n-steps", "125", "--batch-size", "25",
-                "--n-epochs", "1", "--checkpoint-freq", "500", "--seed", "3"]
+                "--n-epochs", "1", "--checkpoint-freq", "500", "--seed", "3", "--num-cpu", "1"]
     whole = trainHere(*run_args, "--log-dir", tmp_path / "whole", "--tensorboard-log", tmp_path / "tb_whole")
     in_csv, in_tensorboard = _meanPoints(whole, tmp_path / "tb_whole")
     assert [step for step, _ in in_csv] == [250 + 125 * index for index in range(7)]
@@ -223,8 +224,8 @@ def test_a_run_killed_after_a_checkpoint_keeps_its_log_up_to_it(tmp_path) -> Non
     (tmp_path / "killed_after_checkpoint.py").write_text(KILLED_AFTER_CHECKPOINT.format(repo=REPO))
     killed = runModule("killed_after_checkpoint", "--no-vis", "--no-progress", "--algo", "ppo2", *GT,
                        "--num-timesteps", "1000", "--n-steps", "125", "--batch-size", "25", "--n-epochs", "1",
-                       "--checkpoint-freq", "500", "--seed", "3", "--log-dir", tmp_path / "logs", "--tensorboard-log",
-                       tmp_path / "tb", cwd=str(tmp_path))
+                       "--checkpoint-freq", "500", "--seed", "3", "--num-cpu", "1", "--log-dir", tmp_path / "logs",
+                       "--tensorboard-log", tmp_path / "tb", cwd=str(tmp_path))
     assert killed.returncode == -9, killed.stderr
     run_dir = runFolder(killed)
     folder = _runLog(tmp_path / "tb", run_dir)
@@ -310,7 +311,7 @@ def _docsExample() -> type:
 
 def test_the_plugin_docs_example_logs_through_the_callback(tmp_path) -> None:
     agent_class = _docsExample()
-    args = baseParser().parse_args([*GT, "--num-timesteps", "1000"])
+    args = baseParser().parse_args([*GT, "--num-timesteps", "1000", "--num-cpu", "1"])  # (a plugin's default envs)
     run_dir = tmp_path / "run"
     args.monitor_dir = str(run_dir / "monitor")
     os.makedirs(args.monitor_dir)

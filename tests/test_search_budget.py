@@ -33,8 +33,8 @@ BASE = ["--env", ENV, "--srl-model", "ground_truth", "--no-progress", "--n-trial
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--num-timesteps", "300", "--hyperparam", "n_steps:512"],
-     "n_steps 512 x 1 env(s) (--num-cpu) = 512 steps before the first update, more than half of --num-timesteps 300"),
+    (["--num-timesteps", "300", "--hyperparam", "n_steps:512"],  # (ppo2's 4 envs)
+     "n_steps 512 x 4 env(s) (--num-cpu) = 2048 steps before the first update, more than half of --num-timesteps 300"),
     (["--num-timesteps", "300", "--num-cpu", "2", "--hyperparam", "n_steps:200"],
      "n_steps 200 x 2 env(s) (--num-cpu) = 400 steps before the first update, more than half of --num-timesteps 300"),
     (["--algo", "ppo1", "--num-timesteps", "300", "--hyperparam", "timesteps_per_actorbatch:512"],
@@ -46,7 +46,7 @@ BASE = ["--env", ENV, "--srl-model", "ground_truth", "--no-progress", "--n-trial
     (["--algo", "sac", "-c", "--num-timesteps", "300", "--hyperparam", "learning_starts:300"],
      "learning_starts 300 is not below --num-timesteps 300: no trial would learn"),
     # one rollout fits, but not two: every episode scored would come before the first update (all trials alike)
-    (["--num-timesteps", "1000", "--hyperparam", "n_steps:955"],
+    (["--num-timesteps", "1000", "--hyperparam", "n_steps:955", "--num-cpu", "1"],
      "n_steps 955 x 1 env(s) (--num-cpu) = 955 steps before the first update, more than half of --num-timesteps 1000: "
      "every trial would be scored on episodes before its first update; give n_steps at most 500 or --num-timesteps "
      "at least 1910"),
@@ -64,7 +64,7 @@ def test_a_fixed_hyperparameter_no_trial_could_learn_with_is_refused(tmp_path, a
 
 @pytest.mark.parametrize("argv, message", [
     (["--num-timesteps", "300", "--n-steps", "512"],
-     "n_steps 512 x 1 env(s) (--num-cpu) = 512 steps before the first update, more than half of --num-timesteps 300"),
+     "n_steps 512 x 4 env(s) (--num-cpu) = 2048 steps before the first update, more than half of --num-timesteps 300"),
     (["--algo", "ppo1", "--num-timesteps", "300", "--timesteps-per-actorbatch", "400"],
      "timesteps_per_actorbatch 400 x 1 env(s) (--num-cpu) = 400 steps before the first update"),
     (["--algo", "sac", "-c", "--num-timesteps", "300", "--learning-starts", "400"],
@@ -83,7 +83,7 @@ def test_a_hyperparameter_fixed_by_its_own_flag_is_checked_against_the_budget_to
 def test_a_fixed_n_steps_from_a_hyperparams_file_is_refused_too(tmp_path):
     path = tmp_path / "best.yaml"
     path.write_text("n_steps: 512\n")
-    with pytest.raises(UsageError, match=re.escape("n_steps 512 x 1 env(s) (--num-cpu) = 512 steps")):
+    with pytest.raises(UsageError, match=re.escape("n_steps 512 x 4 env(s) (--num-cpu) = 2048 steps")):
         hyperparam_search.main([*BASE, "--log-dir", str(tmp_path / "logs"), "--num-timesteps", "300",
                                 "--hyperparam-file", str(path)])
     assert not (tmp_path / "logs").exists()
@@ -113,7 +113,8 @@ def test_a_searched_learning_starts_stays_below_the_budget(tmp_path, algo, flags
 
 @pytest.mark.parametrize("algo, flags, budget, name, high", [
     ("trpo", [], 600, "n_steps", 300),
-    ("ppo2", [], 1000, "n_steps", 500),
+    ("ppo2", [], 1000, "n_steps", 125),  # (its 4 envs)
+    ("ppo2", ["--num-cpu", "1"], 1000, "n_steps", 500),
     ("ppo2", ["--num-cpu", "2"], 1000, "n_steps", 250),
     ("ppo1", ["--num-workers", "2"], 600, "timesteps_per_actorbatch", 150),
 ])
@@ -288,7 +289,7 @@ def test_sampled_values_train_would_refuse_are_fitted_or_prune_the_trial(tmp_pat
     fitted now so that no minibatch is 1 sample; what cannot be fitted is pruned before it starts, saying why."""
     args, train_argv = hyperparam_search.searchParser().parse_known_args(
         ["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps", "300", "--n-steps", "20",
-         "--log-dir", str(tmp_path)])
+         "--num-cpu", "1", "--log-dir", str(tmp_path)])
     config, _ = hyperparam_search.prepare(vars(args), train_argv)
     assert config.rollout_hyperparams == {"n_steps": 20, "batch_size": 64} and config.normalised == "minibatches"
     fitted, why = search_study.trialParams(params, dataclasses.replace(config, normalised=normalised))

@@ -506,20 +506,24 @@ def test_a_changed_train_default_changes_the_archive_key(tmp_path, monkeypatch) 
     # where the runs are written and how they are shown change no result: the same key from another bench folder
     elsewhere = _settings(["--bench-dir", str(tmp_path / "bench")])
     assert recorded.specSettings(elsewhere.specs(plan)[0]) == before
-    # a later default of train (here the number of envs): every key changes, the committed records are not reused
+    archive = bench_archive.loadArchive(plans.RUNS_FILE)
+    # the runs' envs, given to every run (--envs; ppo2's default of 4 since the archive's runs were made with 1)
+    four = _settings(["--envs", "4"])
+    assert (before["num_cpu"], recorded.specSettings(four.specs(plan)[0])["num_cpu"]) == (1, 4)
+    assert bench_archive.archivedMatches(archive, four, plan, four.specs(plan), {}) == {}
+    # a later default of train (here the action repeat): every key changes, the committed records are not reused
     original = sweep.trainParser.__wrapped__  # train's parser, not the cached one
 
     def changed(algo: str):
         parser = original(algo)
-        parser.set_defaults(num_cpu=4)
+        parser.set_defaults(action_repeat=2)
         return parser
 
     monkeypatch.setattr(sweep, "trainParser", changed)
     after = recorded.specSettings(specs[0])
-    assert (before["num_cpu"], after["num_cpu"]) == (1, 4)
+    assert (before["action_repeat"], after["action_repeat"]) == (1, 2)
     assert (bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, before)
             != bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, after))
-    archive = bench_archive.loadArchive(plans.RUNS_FILE)
     assert bench_archive.archivedMatches(archive, settings, plan, settings.specs(plan), {}) == {}
 
 

@@ -15,7 +15,7 @@ from rl_baselines.core.registry import registered_rl
 from rl_baselines.envs.factory import createEnvs, findVecNormalize
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.rl_algorithm.random_agent import RandomAgentModel
-from rl_baselines.runs.train_checks import baseParser
+from rl_baselines.runs.train_checks import algorithmParser, baseParser
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -61,14 +61,14 @@ def test_train_end_to_end(tmp_path, algo, continuous, srl_model):
 
 def test_a_run_that_finished_no_episode_says_so(tmp_path):
     stdout = runTrain("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
-                      "--num-timesteps", "64", "--hyperparam", "n_steps:64", "--log-dir", tmp_path).stdout
+                      "--num-timesteps", "64", "--hyperparam", "n_steps:16", "--log-dir", tmp_path).stdout  # x 4 envs
     assert "Done: 64 steps, 0 episodes, mean reward (last 100) n/a (no episode finished)" in stdout  # not "nan"
     assert "No learning_curve.png: no training episode finished\n" in stdout  # (not a word, and no file)
 
 
 def _trainInProcess(algo_class, tmp_path, callback=None, algo=None, **overrides) -> tuple:
 
-    parser = algo_class.customArguments(baseParser())
+    parser = algorithmParser(algo_class, baseParser())  # (--num-cpu at the algorithm's default)
     args = trainArgs(**vars(parser.parse_args(["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
                                                "--num-timesteps", "256", "--log-dir", str(tmp_path)])))
     for key, value in overrides.items():
@@ -96,7 +96,7 @@ def test_a_model_saved_at_a_step_keeps_the_episodes_that_ended_there(tmp_path):
             return True
 
     algo = PPO2Model()
-    _trainInProcess(PPO2Model, tmp_path, callback=SaveWhenAnEpisodeEnds(), algo=algo, num_timesteps=512)
+    _trainInProcess(PPO2Model, tmp_path, callback=SaveWhenAnEpisodeEnds(), algo=algo, num_timesteps=512, num_cpu=1)
     (path, live_count), = saved
     assert live_count == 0  # SB3 had not added the episode yet
     assert len(PPO2Model.load(path).model.ep_info_buffer) == 1  # the saved model has it

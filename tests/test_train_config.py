@@ -130,9 +130,9 @@ def test_namespace_is_a_fresh_copy_and_replace_makes_a_new_config(tmp_path) -> N
     config = train_checks.validate(_parse(["--algo", "ppo2", "--env", ENV, "--srl-model", "raw_pixels", "--img-shape",
                                            "3", "48", "48", "--log-dir", str(tmp_path), "--no-vis"]), registered_rl)
     first = config.namespace()
-    first.seed, first.num_cpu, first.img_shape[1] = 99, 4, 7
+    first.seed, first.num_cpu, first.img_shape[1] = 99, 2, 7
     second = config.namespace()
-    assert (second.seed, second.num_cpu, second.img_shape) == (0, 1, [3, 48, 48]) and second is not first
+    assert (second.seed, second.num_cpu, second.img_shape) == (0, 4, [3, 48, 48]) and second is not first
     assert config.img_shape == (3, 48, 48)
     moved = config.replace(run_dir=str(tmp_path / "run"), hp_n_steps=32)
     assert moved.run_dir == str(tmp_path / "run") and moved.hp_n_steps == 32

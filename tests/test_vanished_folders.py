@@ -19,7 +19,8 @@ from srl_toolbox import files
 from srl_toolbox.cli import runCommand
 
 RUN_ARGS = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--algo", "ppo2", "--num-timesteps",
-            "500", "--checkpoint-freq", "250", "--hyperparam", "n_steps:125", "batch_size:25", "n_epochs:1"]
+            "500", "--checkpoint-freq", "250", "--hyperparam", "n_steps:125", "batch_size:25", "n_epochs:1",
+            "--num-cpu", "1"]  # (a checkpoint at 250)
 
 
 def _runFolders(log_dir: str) -> list[str]:

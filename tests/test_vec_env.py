@@ -117,7 +117,8 @@ def test_a_sweep_of_in_process_envs_counts_one_core_per_run(monkeypatch) -> None
 def test_subproc_with_one_env_is_one_warning(tmp_path) -> None:
     base = ["--algo", "ppo2", "--env", KUKA, "--srl-model", "ground_truth", "--log-dir", str(tmp_path), "--no-vis"]
     with pytest.warns(UsageWarning, match=r"^--vec-env subproc does nothing with one env \(--num-cpu 1\)"):
-        config = train_checks.validate(train.parseCommand([*base, "--vec-env", "subproc"])[0], registered_rl)
+        config = train_checks.validate(train.parseCommand([*base, "--vec-env", "subproc", "--num-cpu", "1"])[0],
+                                       registered_rl)
     assert config.vec_env == "dummy"
     with warnings.catch_warnings():
         warnings.simplefilter("error", UsageWarning)  # two envs: it is what runs

@@ -65,7 +65,7 @@ def test_zoo_gets_ppo2_defaults_and_the_toolbox_env_keywords(tmp_path):
     for name, spec in PPO2Model.HYPERPARAMS.items():  # what the toolbox's raw-pixel run uses
         assert params[name] == plainValue(spec.default if spec.pixel_default is None else spec.pixel_default)
     assert params["clip_range_vf"] == 0.2 and params["target_kl"] is None  # SB3's value for "off", not a word
-    assert params["policy"] == "CnnPolicy" and params["n_envs"] == 1
+    assert params["policy"] == "CnnPolicy" and params["n_envs"] == 4  # ppo2's default envs, as the toolbox run has
     yaml.safe_load(yaml.safe_dump(zoo_compare.zooHyperparams(5000)))  # a file rl_zoo3 reads
     command = zoo_compare.zooCommand(5000, 1000, 3, str(tmp_path), "hp.yml")
     assert command[command.index("--env-kwargs") + 1:command.index("--env-kwargs") + 3] == \
@@ -184,7 +184,7 @@ def test_each_run_made_shows_the_count_and_time_left_and_the_block_says_where(tm
     (zoo / "train.py").write_text("")
     monkeypatch.setattr(zoo_compare, "prepareModel", lambda learned, bench_dir, quick: ("srl.yaml", 42.0))
     bench = tmp_path / "bench"
-    stored = {"threshold": 5.0, "steps": 200_000, "eval_freq": 10_000, "seed": 0, "obs": "srl_splits"}
+    stored = {"threshold": 5.0, "steps": 200_000, "eval_freq": 10_000, "n_envs": 4, "seed": 0, "obs": "srl_splits"}
     (bench / "seed_0" / "toolbox_srl_splits").mkdir(parents=True)
     (bench / "seed_0" / "toolbox_srl_splits" / zoo_compare.RESULT_FILE).write_text(json.dumps({"settings": stored}))
 

@@ -20,7 +20,9 @@ from benchmarks.documents import addResultsArguments, checkDocument, machineDesc
 from benchmarks.srl_rl.archive import collectRuns, loadArchive, recordRuns
 from benchmarks.srl_rl.compare import loadComparison
 from benchmarks.srl_rl.plans import (
+    ALGO,
     ARCHIVE_NAME,
+    ARCHIVED_ENVS,
     BUDGET_NOTE,
     DEFAULT_BENCH_DIR,
     DOC_FILE,
@@ -42,6 +44,7 @@ from benchmarks.srl_rl.running import runEverything
 from environments import rendererRefusal
 from environments.registry import defaultRenderersText
 from environments.srl_env import RENDERERS
+from rl_baselines.core.registry import registered_rl
 from rl_baselines.sweeps.executors import checkRayAddress
 from rl_baselines.sweeps.sweep import canonicalPath
 from srl_models import prepare
@@ -52,6 +55,7 @@ from srl_toolbox.cli import (
     UsageError,
     checkOutputFile,
     checkWritableFolder,
+    envCount,
     intInRange,
     nonEmptyText,
     positiveInt,
@@ -122,6 +126,9 @@ def buildParser() -> CLIParser:
     parser.add_argument("--srl-epochs", type=positiveInt, default=None, help="SRL training epochs [prepare's per env]")
     parser.add_argument("--srl-episodes", type=positiveInt, default=None, help="dataset episodes [prepare's per env]")
     parser.add_argument("--workers", type=positiveInt, default=2, help="runs at a time [2]")
+    parser.add_argument("--envs", type=envCount, default=ARCHIVED_ENVS, metavar="N",
+                        help=f"envs per ppo2 run (train's --num-cpu) [{ARCHIVED_ENVS}: the archived runs'; ppo2's "
+                             f"default, {registered_rl[ALGO][0].DEFAULT_ENVS}, makes every row again]")
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
                         help="where the pipeline runs the runs: local processes, or Ray tasks on a cluster "
                              "(pip install 'srl-toolbox[ray]'; prepare still runs here) [local]")
@@ -224,7 +231,7 @@ def settingsFrom(args: Any) -> Settings:
                     canonicalPath(bench_dir, base), args.srl_seed,
                     extra, args.workers, args.nice, args.no_progress, own_datasets=args.quick, base=base,
                     archive_file=archive, extra_plans=others, executor=args.executor,
-                    ray_address=args.ray_address, renderer=args.renderer)
+                    ray_address=args.ray_address, renderer=args.renderer, envs=args.envs)
 
 
 def checkEvalFreq(eval_freq: int, steps: int, run: str) -> None:

@@ -45,6 +45,9 @@ KUKA = "KukaButtonGymEnv-v0"
 MOBILE_1D = "MobileRobot1DGymEnv-v0"
 KUKA_MOVING = "KukaMovingButtonGymEnv-v0"
 ALGO = "ppo2"
+# ppo2's envs per run (train's --num-cpu) in every archived run: its default until 2026-12-05 (now 4, docs/srl.md,
+# "Four envs per update"); given to every run, so the archive's runs stay this plan's until --envs 4 makes them again
+ARCHIVED_ENVS = 1
 GROUND_TRUTH = "ground_truth"
 RAW_PIXELS = "raw_pixels"
 GT_SCALE = "srl_splits_gt_scale"
@@ -438,6 +441,7 @@ class Settings:
     :param ray_address: the Ray cluster of the ``ray`` executor (None: the pipeline starts a local instance)
     :param renderer: ``--renderer`` of prepare and of the runs, for the envs that offer it (None: not passed, each
         env's default)
+    :param envs: each run's envs (train's ``--num-cpu``)
     """
 
     plans: list[EnvPlan]
@@ -458,6 +462,7 @@ class Settings:
     executor: str = "local"
     ray_address: str | None = None
     renderer: str | None = None
+    envs: int = ARCHIVED_ENVS
 
     @property
     def config_file(self) -> str:
@@ -517,7 +522,7 @@ class Settings:
         renderer = self.envRenderer(plan.env)
         return [*plan.flags, *plan.run_flags, *(["--renderer", renderer] if renderer else []), "--num-timesteps",
                 str(plan.steps), "--eval-freq", str(plan.eval_freq), "--eval-episodes", str(plan.eval_episodes),
-                "--srl-config-file", self.configFile(plan.env)]
+                "--num-cpu", str(self.envs), "--srl-config-file", self.configFile(plan.env)]
 
     def pipelineCommand(self, plan: EnvPlan, observations: Sequence[str] | None = None,
                         seeds: Sequence[int] | None = None) -> list[str]:

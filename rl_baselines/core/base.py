@@ -87,6 +87,9 @@ class BaseRLObject(abc.ABC):
     MIN_IMAGE_SIDE: ClassVar[int] = 0
     # Env steps between best-model checks (mean reward of the last 100 episodes).
     SAVE_INTERVAL: ClassVar[int] = 5000
+    # Envs a run steps together when --num-cpu is left out (SB3's n_envs), at most srl_toolbox.cli.MAX_ENVS: the
+    # train command resolves and records it; an algorithm that learns better from several declares its own.
+    DEFAULT_ENVS: ClassVar[int] = 1
     # Extension of the model file the train command names ``<algo>_model<MODEL_EXTENSION>``.
     MODEL_EXTENSION: ClassVar[str] = ".zip"
     # Whether ``train`` calls ``callback.cleanPoint(num_timesteps)`` (see notifyCleanPoint) between updates, where a

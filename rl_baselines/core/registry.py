@@ -20,14 +20,16 @@ from typing import Any
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.base import BaseRLObject
 from rl_baselines.core.plugin_v1 import SUPPORTED_API_VERSIONS, V2_TRAIN_ARGUMENTS, declaredVersionConflict, isV1
+from srl_toolbox.cli import MAX_ENVS
 from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins, oneLine, warnSkipped
 
 ENTRY_POINT_GROUP = "srl_toolbox.rl_algorithms"
 # rl_zoo3's algorithm names that are another name here (the others, a2c, sac, qrdqn..., are the same)
 RL_ZOO_ALGOS = {"ppo": "ppo2 here", "dqn": "deepq here (or qrdqn; SB3's own DQN is not offered)"}
 
-__all__ = ["ActionType", "AlgoType", "ENTRY_POINT_GROUP", "PluginLoadWarning", "algoChoicesText", "failed_plugins",
-           "failedPluginsText", "loadRegisteredRL", "registered_rl", "skipClashingFlags", "supportingAlgorithms"]
+__all__ = ["ActionType", "AlgoType", "ENTRY_POINT_GROUP", "PluginLoadWarning", "algoChoicesText", "defaultEnvs",
+           "defaultEnvsText", "failed_plugins", "failedPluginsText", "loadRegisteredRL", "registered_rl",
+           "skipClashingFlags", "supportingAlgorithms"]
 
 
 class PluginLoadWarning(SkippedPluginWarning):
@@ -48,6 +50,9 @@ def _refusal(plugin: Any) -> str | None:
         return f"ALGO_TYPE {plugin.ALGO_TYPE!r} is not an AlgoType"
     if not plugin.ACTION_TYPES or not all(isinstance(a, ActionType) for a in plugin.ACTION_TYPES):
         return f"ACTION_TYPES {plugin.ACTION_TYPES!r} is not a non-empty list of ActionType"
+    envs = plugin.DEFAULT_ENVS
+    if isinstance(envs, bool) or not isinstance(envs, int) or not 1 <= envs <= MAX_ENVS:
+        return f"DEFAULT_ENVS {envs!r} is not a number of envs, 1..{MAX_ENVS}"
     conflict = declaredVersionConflict(plugin)
     if conflict is not None:
         return conflict
@@ -164,6 +169,25 @@ def algoChoicesText(algo: str, default: bool = False, typed: bool = True) -> str
         plugins that failed to load (`` (skipped: R); valid choices: a, b; plugins that failed to load: c``)
     """
     return f"{unknownAlgoText(algo, default, typed)}; valid choices: {', '.join(registered_rl)}{failedPluginsText()}"
+
+
+def defaultEnvs(algo: str, num_cpu: int | None = None) -> int:
+    """
+    :param algo: a registered algorithm
+    :param num_cpu: the envs given (``--num-cpu``), None when left out
+    :return: the envs its run steps together: those given, else the algorithm's ``DEFAULT_ENVS``
+    """
+    return int(num_cpu) if num_cpu is not None else registered_rl[algo][0].DEFAULT_ENVS
+
+
+def defaultEnvsText(algo_names: Collection[str]) -> str:
+    """
+    :param algo_names: the algorithms a command offers
+    :return: their default env counts for a help text: ``"ppo2 4, the others 1"`` (those of 1 not named)
+    """
+    several = [f"{name} {registered_rl[name][0].DEFAULT_ENVS}" for name in algo_names
+               if name in registered_rl and registered_rl[name][0].DEFAULT_ENVS != 1]
+    return ", ".join([*several, "the others 1"]) if several else "1"
 
 
 def supportingAlgorithms(action_type: ActionType) -> list[str]:

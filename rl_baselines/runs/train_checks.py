@@ -30,7 +30,7 @@ from rl_baselines.core.buffer_memory import BufferKind, bufferMemoryRefusal
 from rl_baselines.core.checkpointing import checkModelFile, checkSavedSpaces
 from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.plugin_v1 import isV1, loadModel, makeEnv
-from rl_baselines.core.registry import algoChoicesText, registered_rl
+from rl_baselines.core.registry import algoChoicesText, defaultEnvs, registered_rl
 from rl_baselines.core.run_folder import RUN_FOLDER_ATTEMPTS, newStamp, tagRefusal
 from rl_baselines.envs.factory import envKwargsFromArgs, resolveVecEnv
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
@@ -82,6 +82,7 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     # the algorithm's own flags not given (a config built in Python) at their defaults, as the command line has them
     given = {*args.flagFields(), *RUN_FIELDS, *args.extra}
     args = args.replace(**{name: value for name, value in algorithmDefaults(args.algo).items() if name not in given})
+    args = args.replace(num_cpu=defaultEnvs(args.algo, args.num_cpu))  # (left out: the algorithm's, recorded)
     for flag, value in (("--checkpoint-freq", args.checkpoint_freq), ("--buffer-save-freq", args.buffer_save_freq)):
         if value < -1:
             raise UsageError(f"{flag} {value} is not a step count; valid: a positive number of env steps, 0 or -1")
@@ -517,9 +518,13 @@ def algorithmDefaults(algo: str) -> dict[str, Any]:
     return vars(algorithmParser(registered_rl[algo][0]).parse_known_args(["--algo", algo])[0])
 
 
-def algorithmParser(algo_class: type) -> argparse.ArgumentParser:
+def algorithmParser(algo_class: type, parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """
     :param algo_class: an algorithm's class
-    :return: the train command's parser with the algorithm's own flags (plugin API v1 declares them on it)
+    :param parser: the shared flags' parser to start from (default: :func:`baseParser` listing every algorithm and env)
+    :return: the train command's parser with the algorithm's own flags (plugin API v1 declares them on it), and
+        ``--num-cpu`` left out at the algorithm's ``DEFAULT_ENVS`` (what its own checks and the sweeps read)
     """
-    return algo_class.customArguments(baseParser(algo_names=list(registered_rl), env_ids=sorted(registered_env)))
+    parser = parser or baseParser(algo_names=list(registered_rl), env_ids=sorted(registered_env))
+    parser.set_defaults(num_cpu=algo_class.DEFAULT_ENVS)
+    return algo_class.customArguments(parser)

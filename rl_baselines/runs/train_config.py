@@ -44,7 +44,7 @@ from typing import Any
 from environments.registry import defaultRenderersText, envOffers, registered_env
 from environments.srl_env import RENDERERS, isLearnedSRLModel
 from rl_baselines.core.base import MIN_CNN_SIDE as MIN_CNN_SIDE  # re-exported: --img-shape with raw_pixels
-from rl_baselines.core.registry import registered_rl, skipClashingFlags
+from rl_baselines.core.registry import defaultEnvs, defaultEnvsText, registered_rl, skipClashingFlags
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, STATE_SCALES, VEC_ENVS, envKwargsFromArgs
@@ -102,7 +102,8 @@ class TrainConfig:
     seed: int = setting(0, "random seed, 0..2**32-1; env i is seeded seed+i", parse=seedNumber)
     log_dir: str = setting("logs/", "root folder of the runs")
     num_timesteps: int = setting(int(1e6), "env steps to train", parse=positiveInt)
-    num_cpu: int = setting(1, f"parallel envs, at most {MAX_ENVS} (--vec-env: how they run)", parse=envCount)
+    num_cpu: int | None = setting(None, f"parallel envs, at most {MAX_ENVS} (--vec-env: how they run); resolved by "
+                                  "validation and recorded [the algorithm's default: {env_defaults}]", parse=envCount)
     vec_env: str = setting("auto", "with --num-cpu > 1: subproc (a worker process per env, SB3's SubprocVecEnv), "
                            "dummy (one after another in the training process, SB3's DummyVecEnv, rl_zoo3's "
                            "default) or auto (dummy where a step costs less than a worker's round trip: mobile "
@@ -299,11 +300,13 @@ class TrainConfig:
     def runSettings(self) -> RunSettings:
         """
         :return: what an algorithm reads about the run (plugin API version 2), with :attr:`RunSettings.arguments`
-            holding :meth:`namespace`'s values for a plugin of version 1
+            holding :meth:`namespace`'s values for a plugin of version 1; ``num_cpu`` left out (a config not
+            validated yet): the algorithm's default
         """
         arguments = vars(self.namespace())
         return RunSettings(
-            env=self.env, srl_model=self.srl_model, seed=self.seed, num_cpu=self.num_cpu, device=self.device,
+            env=self.env, srl_model=self.srl_model, seed=self.seed, num_cpu=defaultEnvs(self.algo, self.num_cpu),
+            device=self.device,
             continuous_actions=self.continuous_actions, num_stack=self.num_stack, action_repeat=self.action_repeat,
             img_shape=self.img_shape, srl_model_path=self.srl_model_path, srl_config_file=self.srl_config_file,
             srl_ground_truth_scale=self.srl_ground_truth_scale, srl_state_scale=self.srl_state_scale,
@@ -490,7 +493,8 @@ def addFlags(parser: argparse.ArgumentParser, algo_names: Sequence[str] = (), en
                                 "--srl-model": ("SRL models", srl_models)})
     return addSettingFlags(parser, TrainConfig, {"{algos}": ", ".join(algo_names) or "a registered name",
                                                  "{envs}": ", ".join(env_ids) or "a registered id",
-                                                 "{renderer_defaults}": defaultRenderersText()})
+                                                 "{renderer_defaults}": defaultRenderersText(),
+                                                 "{env_defaults}": defaultEnvsText(algo_names)})
 
 
 def checkedValue(name: str, value: Any) -> Any:

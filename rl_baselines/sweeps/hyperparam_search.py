@@ -221,7 +221,7 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         raise UsageError(f"train flags: {error}") from None
     if problem is not None:
         raise UsageError(problem)
-    train_parser = algo_class.customArguments(train_checks.baseParser())
+    train_parser = train_checks.algorithmParser(algo_class, train_checks.baseParser())
     try:
         train_args = TrainConfig.fromValues(vars(train_parser.parse_args([*train_argv, *shared])))
     except UsageError as error:
@@ -235,11 +235,11 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
     resolved = checked.replace(hyperparam=tuple(item for item in checked.hyperparam if item not in pinned.values()),
                                hyperparams={name: value for name, value in checked.hyperparams.items()
                                             if name not in pinned})
-    run_envs = runEnvs(train_args.argsRecord())
+    run_envs = runEnvs(checked.argsRecord())  # (--num-cpu resolved: the algorithm's default when left out)
     hyperparams = _resolvedHyperparams(algo_class, checked)
     # (typed; a value fixed by the algorithm's own flag, --n-steps 512, is in resolved.hyperparams only once resolved)
     fixed_values = {**resolved.hyperparams, **{name: hyperparams[name] for name in fixed if name in hyperparams}}
-    _checkFixedBudget(fixed_values, train_args.num_cpu, run_envs, args["num_timesteps"])
+    _checkFixedBudget(fixed_values, checked.num_cpu, run_envs, args["num_timesteps"])
     space = fitSpaceToBudget(args["algo"], {name: spec for name, spec in space.items() if name not in fixed},
                              args["num_timesteps"], run_envs)
     space, at_most = fitSpaceToCaps(args["algo"], space, getattr(algo_class, "SEARCH_AT_MOST", {}), hyperparams)
@@ -275,7 +275,7 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         output_dir=os.path.abspath(os.path.join(root, study_name)), train_argv=list(train_argv), fixed=fixed,
         space=space, eval_episodes=args["eval_episodes"], n_evaluations=args["n_evaluations"],
         n_startup_trials=args["n_startup_trials"], grid_points=args["grid_points"], search_id=uuid.uuid4().hex,
-        eval_freq=train_args.eval_freq, threads=threadsShare(args["workers"]), num_cpu=train_args.num_cpu,
+        eval_freq=train_args.eval_freq, threads=threadsShare(args["workers"]), num_cpu=checked.num_cpu,
         run_envs=run_envs,
         train_settings=studySettings(resolved), setting_flags=settingFlags(train_parser),
         rollout_hyperparams=plainValues({name: hyperparams[name] for name in ("n_steps", "batch_size")
@@ -356,10 +356,11 @@ def _checkFixedBudget(fixed: Mapping[str, Any], num_cpu: int, run_envs: int, bud
         rollout = rolloutPastBudget(fixed.get(name), run_envs, budget)
         if rollout is not None:
             envs = "--num-cpu" if run_envs == num_cpu else "--num-cpu x ppo1's processes"
+            most = budget // (ROLLOUTS_IN_BUDGET * run_envs)  # (0: no n_steps fits these envs)
+            smaller = f"{name} at most {most}" if most >= 1 else f"fewer envs ({envs})"
             raise UsageError(f"{name} {fixed[name]} x {run_envs} env(s) ({envs}) = {rollout} steps before the "
                              f"first update, more than half of --num-timesteps {budget}: every trial would be scored "
-                             f"on episodes before its first update; give {name} at most "
-                             f"{budget // (ROLLOUTS_IN_BUDGET * run_envs)} or --num-timesteps at least "
+                             f"on episodes before its first update; give {smaller} or --num-timesteps at least "
                              f"{ROLLOUTS_IN_BUDGET * rollout}")
     learning_starts = fixed.get("learning_starts")
     if isinstance(learning_starts, (int, float)) and learning_starts >= budget:

@@ -36,7 +36,7 @@ from typing import Any
 from tqdm import tqdm
 
 from environments import registered_env, resolvedRenderer
-from rl_baselines.core.registry import registered_rl
+from rl_baselines.core.registry import defaultEnvs, registered_rl
 from rl_baselines.envs.factory import resolveVecEnv
 from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV
 from rl_baselines.runs.train_checks import baseParser
@@ -155,14 +155,16 @@ def runCores(specs: Sequence[RunSpec], shared: Any) -> int:
     """
     :param specs: the runs to start
     :param shared: the train flags the pipeline reads (``num_cpu``, ``vec_env``, ``renderer``)
-    :return: the cores the most demanding of them uses: ``--num-cpu`` where its envs step in worker processes, 1
-        where they step in the training process (``--vec-env``: dummy, or auto for an env whose steps are cheaper
-        than a worker's round trip), so that runs of cheap envs fill the machine
+    :return: the cores the most demanding of them uses: its envs (``--num-cpu``, or its algorithm's default) where
+        they step in worker processes, 1 where they step in the training process (``--vec-env``: dummy, or auto for
+        an env whose steps are cheaper than a worker's round trip), so that runs of cheap envs fill the machine
     """
-    combinations = {(spec.env, spec.srl_model) for spec in specs}
-    in_workers = any(resolveVecEnv(shared.vec_env, shared.num_cpu, env, resolvedRenderer(shared.renderer, env),
-                                   srl_model) == "subproc" for env, srl_model in combinations)
-    return shared.num_cpu if in_workers else 1
+    cores = 1
+    for algo, env, srl_model in {(spec.algo, spec.env, spec.srl_model) for spec in specs}:
+        envs = defaultEnvs(algo, shared.num_cpu)
+        if resolveVecEnv(shared.vec_env, envs, env, resolvedRenderer(shared.renderer, env), srl_model) == "subproc":
+            cores = max(cores, envs)
+    return cores
 
 
 def _makeExecutor(args: Any, run_cores: int) -> Any:

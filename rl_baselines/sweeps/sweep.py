@@ -31,7 +31,7 @@ from environments.srl_env import REFERENCE_RENDERER
 from rl_baselines.core.registry import failedPluginsText, unknownAlgoText
 from rl_baselines.core.registry import registered_rl as installed_algorithms
 from rl_baselines.runs.hyperparam_sources import readHyperparamFile
-from rl_baselines.runs.train_checks import baseParser, validate
+from rl_baselines.runs.train_checks import algorithmParser, baseParser, validate
 from rl_baselines.runs.train_config import TrainConfig, appliedSettings
 from srl_toolbox.cli import UNRECOGNIZED, UsageError, flagsMeant
 from srl_toolbox.files import isInside
@@ -124,7 +124,7 @@ def trainParser(algo: str) -> argparse.ArgumentParser:
     :param algo: a registered algorithm
     :return: ``rl_baselines.train``'s parser for it (shared flags + the algorithm's own)
     """
-    return installed_algorithms[algo][0].customArguments(baseParser())
+    return algorithmParser(installed_algorithms[algo][0], baseParser())
 
 
 def unknownTrainFlags(algos: Sequence[str], train_args: Sequence[str], own_flags: Iterable[str] = (),
