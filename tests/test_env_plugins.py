@@ -322,7 +322,9 @@ def test_env_plugin_whose_module_is_imported_first_still_registers(tmp_path):
                "print('NotAnEnv-v0' in environments.registered_env, 'NotAnEnv-v0' in gymnasium.registry)\n")
     # the train command, started with the plugin's module imported first (as a plugin's own launcher may)
     launcher = tmp_path / "site" / "launch.py"
-    launcher.write_text("import sys\nimport line_world.env\nfrom rl_baselines.train import main\nsys.exit(main())\n")
+    # (guarded: ppo2's 4 envs step in worker processes, which import the main module again, as multiprocessing's do)
+    launcher.write_text("import sys\nimport line_world.env\nfrom rl_baselines.train import main\n\n"
+                        "if __name__ == '__main__':\n    sys.exit(main())\n")
     train_args = ["--algo", "ppo2", "--env", "LineWorldEnv-v0", "--srl-model", "ground_truth", "--num-timesteps", "128",
                   "--hyperparam", "n_steps:64", "--log-dir", tmp_path / "logs", "--no-vis", "--no-progress"]
     first, bad_first, run = freshProcesses({"PYTHONPATH": site}, ("-c", script, [], None), ("-c", refused, [], None),
