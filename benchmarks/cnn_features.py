@@ -49,7 +49,7 @@ from benchmarks.srl_rl.plans import KUKA, MOBILE, PLANS, QUICK_PLANS, EnvPlan
 from benchmarks.srl_rl.runs import RunRecord, continuedNote, dropRunsOfOtherSettings, finishedRuns
 from environments import defaultRenderer, rendererRefusal
 from replay.results import evaluationStepsToThreshold
-from rl_baselines.core.registry import registered_rl
+from rl_baselines.core.registry import defaultEnvs
 from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS
 from rl_baselines.sweeps.sweep import expandGrid
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmptyText, positiveInt, runCommand
@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(verdict for verdict in verdicts if verdict))
     if not args.no_append and tables:
         drawnBy = "each env's default: " + ", ".join(f"{env} {defaultRenderer(env)}" for env in args.envs)
-        notes = (f"ppo2 from raw pixels (train's defaults: {registered_rl['ppo2'][0].DEFAULT_ENVS} envs, n_steps 128, "
+        notes = (f"ppo2 from raw pixels (train's defaults: {defaultEnvs('ppo2')} envs, n_steps 128, "
                  f"batch 64, 10 epochs; renderer "
                  f"{args.renderer or drawnBy}), {args.seeds} "
                  f"seeds, {args.budget:,} steps per run, evaluations every {args.eval_freq:,} steps, with each features "

@@ -51,7 +51,7 @@ from tqdm import tqdm
 from benchmarks.archive import loadRecords, writeRecords
 from benchmarks.classic_control_envs import CARTPOLE, PENDULUM, writePluginMetadata
 from benchmarks.documents import addResultsArguments, appendReport, machineDescription, recordedCommand, resultsPath
-from rl_baselines.core.registry import registered_rl
+from rl_baselines.core.registry import defaultEnvs, registered_rl
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.monitor_files import episodeRate, loadEpisodes, runEnvsOf
 from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand, seedNumber
@@ -363,8 +363,7 @@ def runKey(case: Case, steps: int, seed: int, last_episodes: int) -> str:
     """:return: what identifies a run's settings in :data:`RUNS_FILE`: the case's flags, and ``envsN`` where the
     algorithm's default number of envs (train's ``--num-cpu`` left out) is not 1, so that a record made before that
     default is not taken for one of it"""
-    given = "--num-cpu" in case.extra or case.algo not in registered_rl
-    envs = 1 if given else registered_rl[case.algo][0].DEFAULT_ENVS
+    envs = 1 if "--num-cpu" in case.extra or case.algo not in registered_rl else defaultEnvs(case.algo)
     return " ".join([case.algo, case.env, "-c" if case.continuous else "-d", str(steps), f"seed{seed}",
                      f"last{last_episodes}", *case.extra, *([f"envs{envs}"] if envs != 1 else [])])
 

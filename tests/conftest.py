@@ -58,9 +58,10 @@ def trainArgs(algo: str | None = None, **values) -> argparse.Namespace:
         default, the run folders None, then ``values``
     """
     args = TrainConfig(**({"algo": algo} if algo else {})).namespace()
-    for name, value in (algorithmDefaults(algo) if algo else {}).items():
+    defaults = algorithmDefaults(algo) if algo else {}
+    for name, value in defaults.items():
         vars(args).setdefault(name, value)
-    args.num_cpu = algorithmDefaults(algo)["num_cpu"] if algo else 1  # (as validation resolves it; no algorithm: 1)
+    args.num_cpu = defaults.get("num_cpu", 1)  # (as validation resolves it; no algorithm: 1)
     vars(args).update(values)
     return args
 

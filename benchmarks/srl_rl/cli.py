@@ -44,7 +44,7 @@ from benchmarks.srl_rl.running import runEverything
 from environments import rendererRefusal
 from environments.registry import defaultRenderersText
 from environments.srl_env import RENDERERS
-from rl_baselines.core.registry import registered_rl
+from rl_baselines.core.registry import defaultEnvs
 from rl_baselines.sweeps.executors import checkRayAddress
 from rl_baselines.sweeps.sweep import canonicalPath
 from srl_models import prepare
@@ -128,7 +128,7 @@ def buildParser() -> CLIParser:
     parser.add_argument("--workers", type=positiveInt, default=2, help="runs at a time [2]")
     parser.add_argument("--envs", type=envCount, default=ARCHIVED_ENVS, metavar="N",
                         help=f"envs per ppo2 run (train's --num-cpu) [{ARCHIVED_ENVS}: the archived runs'; ppo2's "
-                             f"default, {registered_rl[ALGO][0].DEFAULT_ENVS}, makes every row again]")
+                             f"default, {defaultEnvs(ALGO)}, makes every row again]")
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
                         help="where the pipeline runs the runs: local processes, or Ray tasks on a cluster "
                              "(pip install 'srl-toolbox[ray]'; prepare still runs here) [local]")
