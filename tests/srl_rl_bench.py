@@ -59,11 +59,12 @@ def writeModel(folder: str, name: str, gtc: float, state_dim: int = 8, env: str 
 def writeGrid(settings: plans.Settings, env: str, curves: dict[str, dict[int, list[float]]], finished_at: str,
               vae_hash: str, state_dim: int = 8) -> None:
     """Every run of the env's planned grid finished in the settings' bench folder, with ``curves[observation][seed]``
-    as its evaluations; the vae runs name the model of hash ``vae_hash`` as theirs."""
+    as its evaluations (a seed past an observation's curves takes ``seed % len(curves)``'s: ground truth's own seeds
+    on Nav 2D); the vae runs name the model of hash ``vae_hash`` as theirs."""
     plan = next(plan for plan in settings.reportPlans() if plan.env == env)
     for spec in settings.specs(plan):
         run = writeRun(os.path.join(spec.parent, f"26-11-20_10h00_00_{spec.run_id}"), spec.srl_model, spec.seed,
-                       curves[spec.srl_model][spec.seed], env, finished_at, spec)
+                       curves[spec.srl_model][spec.seed % len(curves[spec.srl_model])], env, finished_at, spec)
         if spec.srl_model == "vae":
             with open(os.path.join(run, "srl_model.json"), "w") as handle:
                 json.dump({"name": "vae", "hash": vae_hash, "state_dim": state_dim}, handle)

@@ -67,6 +67,7 @@ def archived_mobile(tmp_path, monkeypatch) -> tuple[str, str]:
     return archive, digest
 
 
+@pytest.mark.usefixtures("groundTruthAsOthers")
 def test_report_archives_the_finished_runs(archived_mobile, tmp_path, capsys) -> None:
     archive, digest = archived_mobile
     text = open(archive).read()
@@ -98,6 +99,7 @@ def test_report_archives_the_finished_runs(archived_mobile, tmp_path, capsys) ->
     assert open(archive).read() == text and "Archived" not in capsys.readouterr().out
 
 
+@pytest.mark.usefixtures("groundTruthAsOthers")
 def test_report_covers_the_archived_env_beside_the_one_run(archived_mobile, tmp_path, capsys) -> None:
     archive, _ = archived_mobile
     _finishedBench(_settings(["--env", plans.KUKA, *SMALL]), plans.KUKA, finished_at="2026-11-22T08:00:00")
@@ -122,6 +124,7 @@ def test_report_covers_the_archived_env_beside_the_one_run(archived_mobile, tmp_
     assert "Archived 6 run(s)" in capsys.readouterr().out
 
 
+@pytest.mark.usefixtures("groundTruthAsOthers")
 def test_a_fully_archived_env_is_neither_prepared_nor_run(archived_mobile, monkeypatch, capsys) -> None:
     archive, _ = archived_mobile
     calls = []
@@ -149,6 +152,7 @@ def test_a_fully_archived_env_is_neither_prepared_nor_run(archived_mobile, monke
     assert len(json.loads(open(archive).read())) == 3  # the same model hash: nothing dropped
 
 
+@pytest.mark.usefixtures("groundTruthAsOthers")
 def test_a_model_trained_again_drops_its_archived_records(archived_mobile, monkeypatch, capsys) -> None:
     archive, digest = archived_mobile
     records = json.loads(open(archive).read())
@@ -176,6 +180,7 @@ def test_a_model_trained_again_drops_its_archived_records(archived_mobile, monke
         "vae", "--num-iteration", "2", "--seed", "0"]
 
 
+@pytest.mark.usefixtures("groundTruthAsOthers")
 def test_another_training_of_the_same_recipe_keeps_the_archived_runs(archived_mobile, tmp_path, monkeypatch,
                                                                       capsys) -> None:
     """The next session (another machine) trains the vae again with the same settings: its weights differ in the last
@@ -351,6 +356,7 @@ def test_the_bench_folder_of_another_checkout_keeps_its_relative_paths(tmp_path,
     assert (inside.base, inside.bench_dir) == (plans.ROOT, os.path.join("logs", "b"))
 
 
+@pytest.mark.usefixtures("groundTruthAsOthers")
 def test_pipeline_commands_cover_exactly_the_runs_given() -> None:
     settings = plans.Settings([plans.PLANS[MOBILE]], ["ground_truth", "raw_pixels", "vae"], ["vae"], 3)
     runs = [("ground_truth", 0), ("ground_truth", 1), ("ground_truth", 2), ("raw_pixels", 0), ("raw_pixels", 2),
@@ -386,6 +392,7 @@ def test_no_doc_links_no_figure_unless_one_is_drawn(archived_mobile, tmp_path, m
     assert (images / f"srl_rl_{MOBILE}.png").is_file() and f"srl_rl_{MOBILE}.png)" in out
 
 
+@pytest.mark.usefixtures("groundTruthAsOthers")
 def test_a_resumed_benchmark_runs_the_missing_runs_in_one_command(archived_mobile, tmp_path, monkeypatch) -> None:
     """Ground truth's seed 0 is archived and finished in the bench folder, the other runs are missing: one pipeline
     command runs them all, 2 at a time, rather than one command per set of seeds one after the other."""
@@ -416,6 +423,7 @@ def test_a_broken_archive_is_refused_before_anything_is_written(tmp_path) -> Non
         cli.main(["--env", MOBILE, "--rerun", plans.KUKA, "--bench-dir", str(tmp_path / "bench")])
 
 
+@pytest.mark.usefixtures("groundTruthAsOthers")
 def test_a_variant_has_its_own_runs_and_row_on_the_model_prepared_once(tmp_path) -> None:
     variant = plans.GT_SCALE
     settings = _settings(["--env", MOBILE, "--observations", "ground_truth", "srl_splits", variant, "--seeds", "2"])
@@ -457,44 +465,6 @@ def test_a_variant_has_its_own_runs_and_row_on_the_model_prepared_once(tmp_path)
     assert table.count("0.800 (32)") == 2
     analysis.plotEnv(str(tmp_path / "curves.png"), plan, rows, threshold)
     assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
-
-
-def test_the_committed_archive_holds_every_run_of_the_default_plan() -> None:
-    """A fresh clone's `python -m benchmarks.srl_rl` runs nothing: every run of the default configuration (the rows
-    of issue 29 included) on MobileRobot (sprites), Kuka (physics version 2, lowpoly), Nav 1D and the moving target
-    (lowpoly) is in benchmarks/srl_rl_runs.json under the key the current settings make; Kuka's records of
-    physics version 1 or of TinyRenderer are not taken for runs of its default, and raw pixels' records are not taken
-    for the runs of raw pixels with --augment shift."""
-    settings = _settings([])
-    assert settings.archive_file == plans.RUNS_FILE
-    archive = bench_archive.loadArchive(plans.RUNS_FILE)
-    found = {}
-    for plan in settings.plans:
-        specs = settings.specs(plan)
-        matches = bench_archive.archivedMatches(archive, settings, plan, specs, {})
-        if plan.env in (plans.MOBILE, plans.MOBILE_1D):
-            planned = {(bench_runs.specObservation(spec), spec.seed) for spec in specs}
-            assert set(matches) == planned, sorted(planned ^ set(matches))
-        found[plan.env] = len(matches)
-    # every run of each grid (the default 5 seeds), Kuka's and the moving target's drawn by lowpoly (their
-    # TinyRenderer runs not taken)
-    assert found == {plans.MOBILE: 75, plans.KUKA: 75, plans.MOBILE_1D: 75, plans.KUKA_MOVING: 75}
-    assert sum(record["env"] == plans.KUKA and record.get("physics", 1) == 1 for record in archive.values()) == 36
-    assert sum(record["env"] == plans.KUKA and record.get("physics", 1) == 2 and record["train"]["renderer"] ==
-               "tinyrenderer" for record in archive.values()) == 70  # (curl's 5 dropped: made on frames t, t+1)
-
-
-def test_a_fresh_clone_reports_the_committed_archive(tmp_path, monkeypatch, capsys) -> None:
-    """`--report-only` in an empty bench folder reports every archived run of the default plan (the archive as the
-    report stage writes it, its records' settings raw, matches as the loaded one does)."""
-    monkeypatch.chdir(tmp_path)
-    archive = str(tmp_path / "runs.json")
-    shutil.copy(plans.RUNS_FILE, archive)
-    # every expected run is in: 75 on each of the four tasks
-    assert cli.main(["--report-only", "--no-doc", "--no-append", "--runs-file", archive]) == 0
-    out = capsys.readouterr().out
-    assert out.count("| ground_truth |") >= 4 and "75 runs" in out and "have not finished" not in out
-    assert "![ppo2 learning curves on" not in out  # --no-doc draws no figure: none is linked
 
 
 def test_a_changed_train_default_changes_the_archive_key(tmp_path, monkeypatch) -> None:
@@ -618,13 +588,14 @@ def test_an_env_default_renderer_draws_the_benchmarks_runs_and_keys_them(monkeyp
         assert keys(after, plan) == keys(_settings(["--renderer", renderer]), plan)
         assert not set(keys(after, plan)) & set(tiny_keys[plan.env])
         assert all(record["train"]["renderer"] == renderer for record in matches(after, plan).values())
-    assert len(matches(after, mobile)) == len(matches(after, kuka)) == 75
+    assert (len(matches(after, mobile)), len(matches(after, kuka))) == (90, 75)  # ground truth's 20 seeds on Nav 2D
     explicit = _settings(["--renderer", "tinyrenderer"])
     for plan in plansOf(explicit):
         assert explicit.drawnBy(plan.env) == "tinyrenderer" and keys(explicit, plan) == tiny_keys[plan.env]
         assert len(matches(explicit, plan)) == tiny_runs[plan.env]
 
 
+@pytest.mark.usefixtures("groundTruthAsOthers")
 def test_a_run_made_with_other_train_settings_is_not_this_configurations(tmp_path, monkeypatch, capsys) -> None:
     """The pipeline finds a run folder by its run id, which names only the settings that differ from train's defaults:
     after a default changed, a finished run of the old default has the run id of the new one. Its args.json tells."""
@@ -669,6 +640,7 @@ def test_the_state_scale_is_in_the_key_of_a_learned_run_only() -> None:
         {"algo": "ppo2", "env": MOBILE, "srl_model": "vae", "seed": 0}))
 
 
+@pytest.mark.usefixtures("groundTruthAsOthers")
 def test_a_run_continued_after_a_stop_is_marked_in_the_table_and_the_archive(tmp_path, monkeypatch) -> None:
     """A run whose train process took two attempts (stopped, then resumed from a checkpoint: done.json's attempts) is
     a valid continuation, not necessarily the seed's uninterrupted run: its row counts it and the line above the table

@@ -289,6 +289,7 @@ def test_report_only_without_finished_runs_writes_nothing(tmp_path, capsys) -> N
     assert not (tmp_path / "runs.json").exists()
 
 
+@pytest.mark.usefixtures("groundTruthAsOthers")
 def test_the_time_estimate_reads_the_measured_runs_whole_commands() -> None:
     settings = cli.settingsFrom(cli.buildParser().parse_args(["--env", MOBILE]))
     plan = settings.plans[0]

@@ -66,6 +66,7 @@ def archived_tinyrenderer(tmp_path, monkeypatch) -> str:
     return archive
 
 
+@pytest.mark.usefixtures("groundTruthAsOthers")
 def test_sprites_runs_are_compared_with_the_archived_tinyrenderer_runs(archived_tinyrenderer, tmp_path,
                                                                        capsys) -> None:
     archive = archived_tinyrenderer
@@ -303,6 +304,7 @@ def test_the_renderer_goes_to_the_envs_that_offer_it_with_datasets_and_models_ap
     assert default.fingerprint() == _settings(["--env", MOBILE, KUKA, *SMALL]).fingerprint()
 
 
+@pytest.mark.usefixtures("groundTruthAsOthers")
 def test_a_sprites_model_leaves_the_tinyrenderer_models_and_records_alone(archived_tinyrenderer, monkeypatch,
                                                                          capsys) -> None:
     """In one bench folder: the tinyrenderer vae stays registered in srl_models.yaml when prepare registers the

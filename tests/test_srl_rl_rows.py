@@ -55,6 +55,7 @@ def test_the_new_rows_follow_the_learned_models_in_the_default_plan() -> None:
     assert alone.learned == [] and alone.models == [] and alone.srlSettings(alone.plans[0]) is None
 
 
+@pytest.mark.usefixtures("groundTruthAsOthers")
 def test_the_pipeline_commands_run_the_new_rows(tmp_path) -> None:
     settings = _settings(["--env", MOBILE])
     plan = settings.plans[0]
@@ -210,6 +211,7 @@ def test_curve_styles_and_panels_of_the_new_rows() -> None:
     assert analysis.panelGroups(plans.OBSERVATIONS)[-1] == ["atc", "curl", SHIFT]
 
 
+@pytest.mark.usefixtures("groundTruthAsOthers")
 def test_a_command_covers_finished_runs_so_that_the_missing_ones_run_at_once() -> None:
     settings = plans.Settings([plans.PLANS[MOBILE]], ["ground_truth", "raw_pixels"], [], 2)
     plan = settings.plans[0]

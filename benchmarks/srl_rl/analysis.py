@@ -17,7 +17,7 @@ import dataclasses
 import math
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -127,12 +127,12 @@ class ObservationSummary:
     note: str = ""
 
 
-def summariseEnv(records: Sequence[RunRecord], observations: Sequence[str], expected: int,
+def summariseEnv(records: Sequence[RunRecord], observations: Sequence[str], expected: int | Mapping[str, int],
                  notes: dict[str, str] | None = None) -> tuple[list[ObservationSummary], float | None]:
     """
     :param records: the env's finished runs
     :param observations: the rows, in order
-    :param expected: runs per observation this configuration asks for
+    :param expected: runs per observation this configuration asks for (observation -> runs where they differ)
     :param notes: observation -> why it has no run (not prepared, ...)
     :return: (one summary per observation, the threshold: :data:`THRESHOLD_FRACTION` x ground truth's mean final
         evaluation reward, None without ground-truth runs or when that reward is not positive)
@@ -146,7 +146,8 @@ def summariseEnv(records: Sequence[RunRecord], observations: Sequence[str], expe
         note = notes.get(name, "")
         if without:
             note = (note + "; " if note else "") + f"{without} finished run(s) without {EVALUATIONS_FILE}"
-        rows.append(ObservationSummary(name, runs, expected, finals, meanStandardError(finals),
+        asked = expected if isinstance(expected, int) else expected[name]
+        rows.append(ObservationSummary(name, runs, asked, finals, meanStandardError(finals),
                                        meanStandardError([normalisedArea(r.eval_steps, r.eval_rewards) for r in runs]),
                                        note=note))
     reference = next((row for row in rows if row.observation == GROUND_TRUTH and row.finals), None)

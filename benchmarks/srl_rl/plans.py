@@ -206,6 +206,9 @@ class EnvPlan:
     :param prepare_flags: further prepare flags (the quick mode's tiny datasets)
     :param run_flags: env flags of the runs only, e.g. ``--force-down``: the arm moves as in the datasets, which
         environments.dataset_generator always records with force_down
+    :param ground_truth_seeds: ground truth's seeds where it needs more than the other rows (0: as many). Its mean
+        final reward sets the threshold and normalises every score, so a task whose ground truth leaves some seeds
+        at the wall measures that mean on more seeds (cheap: ground truth is the fastest row)
     """
 
     env: str
@@ -217,6 +220,7 @@ class EnvPlan:
     episode_length: int = 250
     prepare_flags: tuple[str, ...] = ()
     run_flags: tuple[str, ...] = ()
+    ground_truth_seeds: int = 0
 
 
 def groundTruthRefusal(env: str) -> str | None:
@@ -273,7 +277,8 @@ def derivedPlan(env: str, steps: int | None, eval_freq: int | None, eval_episode
 # Step budgets, chosen from measurements with ground truth (ppo2, 2 seeds, see BUDGET_NOTE) and the cost of the
 # pixel-based runs; BUDGET_NOTE is shown by --help and written into the docs section.
 PLANS = {
-    MOBILE: EnvPlan(MOBILE, "Nav 2D", steps=50_000, eval_freq=5_000, eval_episodes=5),
+    # ground truth leaves 3 of 20 seeds at the wall with one env and with four (docs/srl.md, "Four envs per update")
+    MOBILE: EnvPlan(MOBILE, "Nav 2D", steps=50_000, eval_freq=5_000, eval_episodes=5, ground_truth_seeds=20),
     # a deterministic arm that has not learned yet plays the whole 1000 steps of an episode: 3 evaluation episodes
     KUKA: EnvPlan(KUKA, "Arm random target", steps=50_000, eval_freq=5_000, eval_episodes=3,
                   flags=("--random-target",), episode_length=500, run_flags=("--force-down",)),
@@ -530,15 +535,15 @@ class Settings:
         :param plan: an env's plan
         :param observations: the observations to run, all with the same :func:`variantFlags` (default: the
             benchmark's without a variant's flags)
-        :param seeds: consecutive seeds to run (default: all of the benchmark's)
+        :param seeds: consecutive seeds to run (default: all of the first observation's, :meth:`seedRange`)
         :return: the pipeline command line (without the interpreter)
         """
-        seeds = list(seeds) if seeds is not None else list(range(self.first_seed, self.first_seed + self.seeds))
         if observations is None:
             observations = [name for name in self.observations if not variantFlags(name)]
         flags = {variantFlags(name) for name in observations}
         if len(flags) != 1:
             raise ValueError(f"observations with different train flags in one pipeline command: {observations}")
+        seeds = list(seeds) if seeds is not None else list(self.seedRange(plan, observations[0]))
         return ["-m", "rl_baselines.pipeline", "--algo", ALGO, "--env", plan.env, "--srl-model",
                 *(modelName(name) for name in observations), "--num-iteration", str(len(seeds)),
                 "--seed", str(seeds[0]), "--log-dir", self.runs_dir, "--workers", str(self.workers), "--no-vis",
@@ -551,15 +556,30 @@ class Settings:
             return []
         return ["--executor", self.executor, *(["--ray-address", self.ray_address] if self.ray_address else [])]
 
+    def seedRange(self, plan: EnvPlan, observation: str) -> range:
+        """
+        :param plan: an env's plan
+        :param observation: one of :attr:`observations`
+        :return: the observation's seeds on the env: :attr:`seeds` from :attr:`first_seed`, or ground truth's
+            :attr:`EnvPlan.ground_truth_seeds` where the plan asks for more
+        """
+        count = max(self.seeds, plan.ground_truth_seeds) if observation == GROUND_TRUTH else self.seeds
+        return range(self.first_seed, self.first_seed + count)
+
+    def groundTruthSeeds(self, env_plans: Sequence[EnvPlan]) -> dict[EnvPlan, int]:
+        """:return: plan -> ground truth's seeds, for the envs where it is compared on more seeds than the others"""
+        return {plan: len(self.seedRange(plan, GROUND_TRUTH)) for plan in env_plans
+                if GROUND_TRUTH in self.observations and len(self.seedRange(plan, GROUND_TRUTH)) != self.seeds}
+
     def gridCommands(self, plan: EnvPlan) -> list[list[str]]:
         """
         :param plan: an env's plan
-        :return: the pipeline commands of the whole grid: one per set of train flags (the plain observations, then
-            each variant's)
+        :return: the pipeline commands of the whole grid: one per set of train flags and seeds (the plain
+            observations, ground truth's own where it has more seeds, then each variant's)
         """
-        groups: dict[tuple[str, ...], list[str]] = {}
+        groups: dict[tuple[tuple[str, ...], range], list[str]] = {}
         for name in self.observations:
-            groups.setdefault(variantFlags(name), []).append(name)
+            groups.setdefault((variantFlags(name), self.seedRange(plan, name)), []).append(name)
         return [self.pipelineCommand(plan, names) for names in groups.values()]
 
     def pipelineCommands(self, plan: EnvPlan, specs: Sequence[Any],
@@ -619,15 +639,18 @@ class Settings:
         """
         :param plan: an env's plan
         :return: the pipeline's run specs (rl_baselines.sweeps.sweep.RunSpec, with their run ids) of this configuration:
-            the plain observations', then each variant's (:func:`specObservation` tells which row a spec is)
+            the plain observations' (those with ground truth's seeds in its own group where it has more), then each
+            variant's (:func:`specObservation` tells which row a spec is)
         """
-        seeds = range(self.first_seed, self.first_seed + self.seeds)
         runs_dir = os.path.join(self.base, self.runs_dir)
-        specs = expandGrid([ALGO], [plan.env], [name for name in self.observations if name not in VARIANTS], seeds,
-                           self.trainFlags(plan), runs_dir, self.base)
+        plain = [name for name in self.observations if name not in VARIANTS]
+        specs = []
+        for seeds in dict.fromkeys(self.seedRange(plan, name) for name in plain):
+            specs += expandGrid([ALGO], [plan.env], [name for name in plain if self.seedRange(plan, name) == seeds],
+                                seeds, self.trainFlags(plan), runs_dir, self.base)
         for name in self.observations:
             if name in VARIANTS:
-                specs += expandGrid([ALGO], [plan.env], [modelName(name)], seeds,
+                specs += expandGrid([ALGO], [plan.env], [modelName(name)], self.seedRange(plan, name),
                                     [*self.trainFlags(plan), *variantFlags(name)], runs_dir, self.base)
         return specs
 

@@ -175,7 +175,8 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
         f"Written by `{facts['command']}`{makeNote('bench-srl-rl', facts['command'])}; re-running it replaces this "
         "section and does only "
         f"what is missing (datasets, models and runs whose settings did not change are reused).{reuse} ppo2 with its "
-        f"default hyperparameters learns each task from each observation, {facts['seeds']} seeds each; every learned "
+        f"default hyperparameters learns each task from each observation, {facts['seeds']} seeds each"
+        f"{groundTruthSeedsNote(facts.get('ground_truth_seeds', {}))}; every learned "
         "model of an env is trained on the same dataset by `python -m srl_models.prepare`, with its per-env defaults. A "
         "deterministic evaluation (separate env, same wrappers, normalisation statistics of the training env) runs "
         "every `eval_freq` steps."
@@ -251,6 +252,14 @@ def rendererNote(settings: Settings, env_plans: Sequence[EnvPlan]) -> str:
             f"({', '.join(dict.fromkeys(settings.drawnBy(env) for env in kept))}).")
 
 
+def groundTruthSeedsNote(counts: dict[str, int]) -> str:
+    """:return: the clause after "N seeds each" naming ground truth's own seeds (empty when it has none)"""
+    if not counts:
+        return ""
+    return (f" (ground truth {', '.join(f'{count} on {task}' for task, count in counts.items())}, where some of its "
+            "own seeds never learn the task: its mean final reward sets the threshold and the normalised scores)")
+
+
 def report(settings: Settings, command: str, machine: str, doc: str | None, image_dir: str | None,
            append: bool, rerun: Collection[str] = (), compare_to: str | None = None,
            results_file: str = BENCH_FILE) -> int:
@@ -324,7 +333,8 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
             notes_archive[plan.env] = archiveNote(records, str(settings.archive_file))
         notes_continued[plan.env] = continuedNote([f"{record.observation} seed {record.seed}" for record in records
                                                    if record.continued], len(records))
-        rows, threshold = summariseEnv(records, settings.observations, settings.seeds, notes)
+        rows, threshold = summariseEnv(records, settings.observations, {name: len(settings.seedRange(plan, name))
+                                                                        for name in settings.observations}, notes)
         rows_by_task[plan.env], models_by_task[plan.env] = rows, facts
         thresholds[plan.env] = threshold
         tables[plan.env] = envTable(plan.env, rows, threshold, facts)
@@ -369,6 +379,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
         if image_dir is not None and scoredTasks(rows_by_task):  # drawn only over tasks with a reference
             print(f"Figure: {os.path.relpath(summary_png)}")
     facts = {"command": command, "seeds": settings.seeds, "machine": machine, "wall": wall,
+             "ground_truth_seeds": {plan.task: count for plan, count in settings.groundTruthSeeds(reported).items()},
              "thresholds": thresholds, "commands": commands, "archived": notes_archive, "continued": notes_continued,
              "archive": displayPath(settings.archive_file) if settings.archive_file else None,
              "variants": {name: VARIANTS[name].description for name in settings.observations if name in VARIANTS},
