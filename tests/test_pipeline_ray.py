@@ -123,6 +123,39 @@ def test_ray_tasks_get_the_thread_settings_of_the_pipelines_environment(monkeypa
 
 
 
+class _LocalRay(_QueuingRay):
+    """A local instance: as many CPUs as ``ray.init`` gives it."""
+
+    def init(self, **kwargs) -> None:
+        self.init_kwargs = kwargs
+        self.cpus = kwargs.get("num_cpus", self.cpus)
+
+
+def test_a_local_instance_runs_a_run_that_asks_for_more_cpus_than_the_machine_has(monkeypatch) -> None:
+    """ppo2's 4 envs on a 2-core machine: the local instance has 4 logical CPUs, runs one at a time, its threads the
+    machine's 2 (as the local executor runs it); a running cluster of 2 CPUs still refuses the run in one line."""
+    fake = _LocalRay(cpus=0)
+    monkeypatch.setattr(executors, "importRay", lambda address: fake)
+    monkeypatch.setattr(executors, "usableCores", lambda: 2)
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    executor = executors.RayExecutor(None, 4, 0.0, None)
+    assert fake.init_kwargs["num_cpus"] == 4 and (executor.workers, executor.threads) == (1, 2)
+    assert fake.task_options["num_cpus"] == 4
+    assert fake.task_options["runtime_env"] == {"env_vars": {"OMP_NUM_THREADS": "2"}}
+    executor = executors.RayExecutor(None, 1, 0.0, 4)  # runs that fit: the machine's cores, Ray's threads
+    assert fake.init_kwargs["num_cpus"] == 2 and (executor.workers, executor.threads) == (2, 1)
+    assert "runtime_env" not in fake.task_options
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the pipeline's own setting goes first
+    executors.RayExecutor(None, 4, 0.0, None)
+    assert fake.task_options["runtime_env"] == {"env_vars": {"OMP_NUM_THREADS": "1"}}
+    cluster = _QueuingRay(cpus=2)
+    monkeypatch.setattr(executors, "importRay", lambda address: cluster)
+    monkeypatch.setattr(executors, "checkRayAddress", lambda address: address)
+    with pytest.raises(UsageError, match="each run asks for 4 CPU"):
+        executors.RayExecutor("10.0.0.5:6379", 4, 0.0, None)
+
+
 class _DyingRay(_QueuingRay):
     """Ray on a cluster whose workers die (the OOM killer, a lost node): every task ends at once, without a result."""
 

@@ -367,7 +367,8 @@ class RayExecutor:
 
     :param address: ``HOST:PORT`` (or ``auto``, ``ray://...``) of a running cluster, None to start a local instance
         (loopback, no dashboard) for the sweep and stop it at the end
-    :param num_cpus: CPUs per run (the cores a run uses: --num-cpu, or 1 for envs stepping in its process)
+    :param num_cpus: CPUs per run (the cores a run uses: --num-cpu, or 1 for envs stepping in its process); a local
+        instance has at least that many logical CPUs, so that it runs, one at a time, what the machine can
     :param num_gpus: GPUs per run
     :param workers: most runs in flight (None, or more than the cluster's resources allow: as many as they allow)
     :param resume: continue a run's unfinished attempt when possible (see
@@ -379,7 +380,10 @@ class RayExecutor:
     def __init__(self, address: str | None, num_cpus: int, num_gpus: float, workers: int | None,
                  resume: bool = True) -> None:
         self.resume = resume
-        self.threads = int(num_cpus)
+        # a local instance has this machine's cores, or one run's CPUs where a run asks for more (ppo2's 4 envs on 2
+        # cores): one run at a time then, its threads the machine's cores, as the local executor runs it
+        local_cpus = max(usableCores(), int(num_cpus))
+        self.threads = int(num_cpus) if address is not None else min(int(num_cpus), usableCores())
         ray = importRay(address)
         connect = None if address is None else checkRayAddress(address)
         self._ray = ray
@@ -392,7 +396,7 @@ class RayExecutor:
                                    "log_to_driver": False}
         try:
             if address is None:  # "local": a new instance, even where RAY_ADDRESS is set or `ray start` ran here
-                ray.init(address="local", num_cpus=usableCores(), object_store_memory=LOCAL_RAY_OBJECT_STORE_BYTES,
+                ray.init(address="local", num_cpus=local_cpus, object_store_memory=LOCAL_RAY_OBJECT_STORE_BYTES,
                          **options)
             else:
                 del options["include_dashboard"]  # a setting of the cluster, not of a client
@@ -426,7 +430,10 @@ class RayExecutor:
         # No retry: a run whose worker died is reported failed, like a local run, and redone by the next sweep (unless
         # the whole cluster is lost: see the module docstring).
         task_options: dict[str, Any] = {"num_cpus": num_cpus, "num_gpus": num_gpus, "max_retries": 0}
-        if forwarded := threadSettings():  # a cluster's worker has its own environment, OMP_NUM_THREADS = its CPUs
+        forwarded = threadSettings()  # a cluster's worker has its own environment, OMP_NUM_THREADS = its CPUs
+        if address is None and self.threads < int(num_cpus):  # more CPUs asked than the machine has: its cores
+            forwarded.setdefault("OMP_NUM_THREADS", str(self.threads))
+        if forwarded:
             task_options["runtime_env"] = {"env_vars": forwarded}
         self._task = ray.remote(executeRun).options(**task_options)
 
