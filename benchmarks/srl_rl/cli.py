@@ -111,7 +111,10 @@ def buildParser() -> CLIParser:
     parser.add_argument("--observations", nargs="+", action=ListOnce, choices=list(OBSERVATIONS), default=None,
                         metavar="OBS",
                         help=f"observations [all: {' '.join(OBSERVATIONS)}; --quick: {' '.join(QUICK_OBSERVATIONS)}]")
-    parser.add_argument("--seeds", type=positiveInt, default=None, help="seeds per observation [5; --quick: 2]")
+    parser.add_argument("--seeds", type=positiveInt, default=None,
+                        help="seeds per observation, ground truth at least its plan's ("
+                             + ", ".join(f"{plan.ground_truth_seeds} on {plan.env}" for plan in PLANS.values()
+                                         if plan.ground_truth_seeds) + ") [5; --quick: 2]")
     parser.add_argument("--first-seed", type=seedNumber, default=0, help="seeds are FIRST, FIRST+1, ... [0]")
     parser.add_argument("--budget", nargs="+", action=ListOnce, default=[], metavar="ENV=STEPS",
                         help="env steps per run for an env, instead of the plan's "
