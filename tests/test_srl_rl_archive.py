@@ -480,7 +480,10 @@ def test_a_changed_train_default_changes_the_archive_key(tmp_path, monkeypatch) 
     # the runs' envs, given to every run (--envs; ppo2's default of 4 since the archive's runs were made with 1)
     four = _settings(["--envs", "4"])
     assert (before["num_cpu"], recorded.specSettings(four.specs(plan)[0])["num_cpu"]) == (1, 4)
-    assert bench_archive.archivedMatches(archive, four, plan, four.specs(plan), {}) == {}
+    matches = bench_archive.archivedMatches(archive, four, plan, four.specs(plan), {})  # Nav 2D's runs of 4 envs only
+    assert len(matches) == 90 and {record["train"]["num_cpu"] for record in matches.values()} == {4}
+    kuka = next(plan for plan in four.plans if plan.env == plans.KUKA)
+    assert bench_archive.archivedMatches(archive, four, kuka, four.specs(kuka), {}) == {}
     # a later default of train (here the action repeat): every key changes, the committed records are not reused
     original = sweep.trainParser.__wrapped__  # train's parser, not the cached one
 
