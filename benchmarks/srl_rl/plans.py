@@ -566,10 +566,14 @@ class Settings:
         count = max(self.seeds, plan.ground_truth_seeds) if observation == GROUND_TRUTH else self.seeds
         return range(self.first_seed, self.first_seed + count)
 
+    def seedCounts(self, plan: EnvPlan) -> dict[str, int]:
+        """:return: observation -> the runs the configuration asks for on the env (:meth:`seedRange`)"""
+        return {name: len(self.seedRange(plan, name)) for name in self.observations}
+
     def groundTruthSeeds(self, env_plans: Sequence[EnvPlan]) -> dict[EnvPlan, int]:
         """:return: plan -> ground truth's seeds, for the envs where it is compared on more seeds than the others"""
-        return {plan: len(self.seedRange(plan, GROUND_TRUTH)) for plan in env_plans
-                if GROUND_TRUTH in self.observations and len(self.seedRange(plan, GROUND_TRUTH)) != self.seeds}
+        counts = {plan: self.seedCounts(plan).get(GROUND_TRUTH, self.seeds) for plan in env_plans}
+        return {plan: count for plan, count in counts.items() if count != self.seeds}
 
     def gridCommands(self, plan: EnvPlan) -> list[list[str]]:
         """

@@ -333,8 +333,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
             notes_archive[plan.env] = archiveNote(records, str(settings.archive_file))
         notes_continued[plan.env] = continuedNote([f"{record.observation} seed {record.seed}" for record in records
                                                    if record.continued], len(records))
-        rows, threshold = summariseEnv(records, settings.observations, {name: len(settings.seedRange(plan, name))
-                                                                        for name in settings.observations}, notes)
+        rows, threshold = summariseEnv(records, settings.observations, settings.seedCounts(plan), notes)
         rows_by_task[plan.env], models_by_task[plan.env] = rows, facts
         thresholds[plan.env] = threshold
         tables[plan.env] = envTable(plan.env, rows, threshold, facts)

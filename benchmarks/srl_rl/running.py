@@ -145,8 +145,7 @@ def estimateSeconds(settings: Settings, plan: EnvPlan, measured: dict[tuple[str,
         to_prepare = 0
     todo = specs if from_scratch else [spec for spec in specs if (specObservation(spec), int(spec.seed)) not in archived
                                        and finishedFolder(spec) is None]
-    missing = ({name: len(settings.seedRange(plan, name)) for name in settings.observations} if from_scratch
-               else missingRuns(todo))
+    missing = settings.seedCounts(plan) if from_scratch else missingRuns(todo)
     runs = sum(count * expectedRunSeconds(plan, name, measured) for name, count in missing.items())
     stages = len(settings.pipelineCommands(plan, todo, finishedKeys(specs))) if todo else 0
     return to_prepare * EXPECTED_PREPARE_S + stages * EXPECTED_STAGE_START_S + runs / settings.workers
