@@ -1,5 +1,6 @@
 """benchmarks.srl_speed's goal sentences: verdicts against the issue's figures and the ground-truth ceiling."""
-from benchmarks.srl_speed import goalVerdicts
+from benchmarks.srl_speed import goalVerdicts, measuredEnvs
+from rl_baselines.core.registry import defaultEnvs
 
 
 def _row(mode: str, renderer: str, rate: float, num_cpu: int = 2) -> dict:
@@ -11,10 +12,26 @@ def test_verdicts_and_ceiling():
             _row("raw_pixels", "tinyrenderer", 100.0), _row("raw_pixels", "sprites", 600.0),
             _row("vae", "sprites", 5000.0, num_cpu=1)]
     text = goalVerdicts(rows)
-    assert "Goal vae, 2 envs, >= 4x 281 steps/s: not met (sprites: 500 steps/s, 1.78x, 2.50x this run's " \
-           "tinyrenderer)." in text
-    assert "Goal raw_pixels, 2 envs, >= 3x 168 steps/s: met (sprites: 600 steps/s" in text
+    assert "Goal vae, 2 envs, >= 4x 281 steps/s (2 envs' baseline): not met (sprites: 500 steps/s, 1.78x, 2.50x this " \
+           "run's tinyrenderer)." in text
+    assert "Goal raw_pixels, 2 envs, >= 3x 168 steps/s (2 envs' baseline): met (sprites: 600 steps/s" in text
     assert "ground truth, 2 envs, 800 steps/s (no image, no encoder) = 4.00x this run's tinyrenderer vae." in text
+
+
+def test_the_goals_are_judged_at_ppo2s_default_envs_too():
+    """What a user gets: ppo2's default envs (4) against the same fixed 2-env figures, beside the 2-env verdict."""
+    envs = defaultEnvs("ppo2")
+    assert envs != 2
+    rows = [_row("vae", "sprites", 900.0), _row("vae", "sprites", 1300.0, num_cpu=envs),
+            _row("raw_pixels", "sprites", 290.0, num_cpu=envs)]
+    text = goalVerdicts(rows)
+    assert "Goal vae, 2 envs, >= 4x 281 steps/s (2 envs' baseline): not met (sprites: 900 steps/s, 3.20x)." in text
+    assert (f"Goal vae, {envs} envs (ppo2's default), >= 4x 281 steps/s (2 envs' baseline): met (sprites: 1,300 "
+            "steps/s, 4.63x).") in text
+    assert (f"Goal raw_pixels, {envs} envs (ppo2's default), >= 3x 168 steps/s (2 envs' baseline): not met (sprites: "
+            "290 steps/s, 1.73x).") in text
+    assert "Goal raw_pixels, 2 envs" not in text  # not measured: no verdict
+    assert measuredEnvs() == sorted({1, 2, envs})
 
 
 def test_no_ceiling_without_ground_truth():
