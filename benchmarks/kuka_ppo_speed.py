@@ -1,12 +1,12 @@
-"""ppo2 steps/s on the SRL table's Kuka task: issue 27's starting configuration against today's default, and between.
+"""ppo2 steps/s on the SRL table's Kuka task: the goal's reference configuration against the default, and between.
 
 ``rl_baselines.train --algo ppo2`` (default hyperparameters, no evaluation, no checkpoints) runs on
 KukaButtonGymEnv-v0 with ``--random-target --force-down``, as ``make bench-srl-rl`` runs it, for each observation
 (ground truth, raw pixels with SB3's CnnPolicy, a VAE of state dim 32 trained in the benchmark on a small dataset)
 in these configurations:
 
-- ``reference``: physics version 1, TinyRenderer, one env, one torch thread: the configuration issue 27 measured its
-  starting rates in. The physics is selected by running the command with the env class's default solver settings
+- ``reference``: physics version 1, TinyRenderer, one env, one torch thread: the configuration of the goal's
+  baseline rates. The physics is selected by running the command with the env class's default solver settings
   temporarily set to the reference ones, which reaches the env because one env lives in this process;
 - the default physics on one env, with each renderer of the env for images (train's default threads): what the
   physics and the renderers gain alone;
