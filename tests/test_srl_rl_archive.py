@@ -483,7 +483,11 @@ def test_a_changed_train_default_changes_the_archive_key(tmp_path, monkeypatch) 
     matches = bench_archive.archivedMatches(archive, four, plan, four.specs(plan), {})  # Nav 2D's runs of 4 envs only
     assert len(matches) == 90 and {record["train"]["num_cpu"] for record in matches.values()} == {4}
     kuka = next(plan for plan in four.plans if plan.env == plans.KUKA)
-    assert bench_archive.archivedMatches(archive, four, kuka, four.specs(kuka), {}) == {}
+    kuka_matches = bench_archive.archivedMatches(archive, four, kuka, four.specs(kuka), {})
+    # the arm's runs of 4 envs archived so far (its grid is being made), and only those
+    assert {record["train"]["num_cpu"] for record in kuka_matches.values()} <= {4}
+    assert len(kuka_matches) == sum(1 for record in archive.values() if record["env"] == plans.KUKA
+                                    and record["train"]["num_cpu"] == 4)
     # a later default of train (here the action repeat): every key changes, the committed records are not reused
     original = sweep.trainParser.__wrapped__  # train's parser, not the cached one
 

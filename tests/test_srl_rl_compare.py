@@ -205,8 +205,13 @@ def test_the_committed_archive_compares_each_default_renderer_with_tinyrenderer(
             for observation, found in groups.items():
                 group = compare.chosenGroup(found)
                 assert group.train["num_cpu"] == 4 and len(group.seeds) == (20 if observation == "ground_truth" else 5)
-            groups = {observation: kept for observation, found in groups.items()
-                      if (kept := [group for group in found if group.train["num_cpu"] == plans.ARCHIVED_ENVS])}
+        # the arm's runs of 4 envs: those archived so far (its grid is being made), apart from the renderer's
+        others_envs = [group for found in groups.values() for group in found
+                       if group.train["num_cpu"] != plans.ARCHIVED_ENVS]
+        assert {group.train["num_cpu"] for group in others_envs} <= {4}
+        assert all(set(group.seeds) <= set(range(20 if env == MOBILE else 5)) for group in others_envs)
+        groups = {observation: kept for observation, found in groups.items()
+                  if (kept := [group for group in found if group.train["num_cpu"] == plans.ARCHIVED_ENVS])}
         # every row but curl, whose TinyRenderer runs (made on frames t and t+1) were dropped from the archive
         assert len(groups) == 14 and "curl" not in groups
         for observation, found in groups.items():
