@@ -48,6 +48,7 @@ from benchmarks.srl_speed import Timers, trainVAE, vaeText
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
 from environments.registry import defaultRenderer
 from environments.srl_env import REFERENCE_RENDERER
+from replay.results import plural
 from rl_baselines.core.registry import defaultEnvs
 from rl_baselines.runs import train
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
@@ -104,11 +105,6 @@ def timeRun(observation: str, physics: str, renderer: str, envs: int, steps: int
     return result.num_timesteps / timers.seconds["learn"]
 
 
-def envsText(envs: int) -> str:
-    """:return: ``"1 env"``, ``"4 envs"``"""
-    return f"{envs} env{'s' if envs != 1 else ''}"
-
-
 def goalVerdicts(rates: dict[Configuration, float]) -> str:
     """
     :param rates: median steps/s per configuration
@@ -123,7 +119,7 @@ def goalVerdicts(rates: dict[Configuration, float]) -> str:
         rate = rates[default]
         verdict = "met" if rate >= GOAL * reference else "not met"
         drawn = "" if observation == "ground_truth" else f"drawn by {renderer}, "
-        sentence = (f"{observation}: default ({drawn}{envsText(envs)}) {rate / reference:.2f}x the reference "
+        sentence = (f"{observation}: default ({drawn}{plural(envs, 'env')}) {rate / reference:.2f}x the reference "
                     f"(physics version 1, {REFERENCE_RENDERER}, 1 env; {verdict} by default, goal {GOAL:g}x)")
         one_env = (observation, "default", renderer, 1)
         if envs != 1 and one_env in rates:
@@ -131,7 +127,7 @@ def goalVerdicts(rates: dict[Configuration, float]) -> str:
         best_rate, best = max((value, configuration) for configuration, value in rates.items()
                               if configuration[0] == observation and configuration[1] == "default")
         if best_rate > rate and best != one_env:
-            sentence += f", {best_rate / reference:.2f}x with --renderer {best[2]} on {envsText(best[3])}"
+            sentence += f", {best_rate / reference:.2f}x with --renderer {best[2]} on {plural(best[3], 'env')}"
         sentences.append(sentence + ".")
     return " ".join(sentences)
 
@@ -163,7 +159,7 @@ def main(argv: list[str] | None = None) -> dict[Configuration, float]:
             for configuration in order:
                 rate = timeRun(*configuration, args.steps, os.path.join(scratch, "runs"), model_folder)
                 samples.setdefault(configuration, []).append(rate)
-                print(f"  {countdown.tick()} {' / '.join(configuration[:3])} / {envsText(configuration[3])}: "
+                print(f"  {countdown.tick()} {' / '.join(configuration[:3])} / {plural(configuration[3], 'env')}: "
                       f"{rate:,.0f} steps/s", flush=True)
     rates = {configuration: statistics.median(values) for configuration, values in samples.items()}
     lines = ["| observation | physics | renderer | envs | ppo2 steps/s (median) | vs the reference |",
@@ -182,8 +178,8 @@ def main(argv: list[str] | None = None) -> dict[Configuration, float]:
             f"ppo2 on {ENV_ID} (--random-target --force-down): physics, renderers and envs", command,
             f"ppo2 default hyperparameters, no evaluation; the reference: physics version 1, TinyRenderer, 1 env in "
             f"this process, one torch thread (issue 27's start); the default: the default physics, the env's default "
-            f"renderer, ppo2's default {envsText(defaultEnvs('ppo2'))} (`--vec-env auto`); between them the default "
-            f"physics on 1 env with each renderer; torch threads train's default but for the reference "
+            f"renderer, ppo2's default {plural(defaultEnvs('ppo2'), 'env')} (`--vec-env auto`); between them the "
+            f"default physics on 1 env with each renderer; torch threads train's default but for the reference "
             f"({autoThreadsText()}), {args.steps} steps per "
             f"measurement, median of {args.repeats} (configurations interleaved, every other round reversed); "
             f"steps/s over PPO's learn(). Reference physics: {reference_iterations} solver iterations, residual "
