@@ -470,7 +470,7 @@ def test_a_run_another_pipelines_ctrl_c_stopped_is_counted_stopped_there_too(tmp
     folder = os.path.join(specs[0].parent, f"26-01-01_00h00_00_{specs[0].run_id}")
     os.makedirs(folder)
     log = os.path.join(folder, "train.log")
-    monkeypatch.setattr(executors, "startRun", lambda spec, resume, threads: run_attempts.StartedRun(
+    monkeypatch.setattr(executors, "startRun", lambda spec, resume, threads, envs_in_process: run_attempts.StartedRun(
         spec, subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]), folder, log, time.time(),
         open(log, "a")))
     other = executors.LocalExecutor(1)  # the other pipeline runs seed 0; its Ctrl-C stops the run

@@ -4,25 +4,30 @@ sprite frames in this process, TinyRenderer's images in workers), and args.json 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import glob
 import json
 import os
 import warnings
 from argparse import Namespace
 
+import numpy as np
 import pytest
+import torch
 from conftest import trainHere
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 
 from environments.srl_env import SRLGymEnv
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.envs import factory
-from rl_baselines.envs.factory import VecEnvSettings, createEnvs, resolveVecEnv
+from rl_baselines.envs.factory import VecEnvSettings, createEnvs, findVecNormalize, resolveVecEnv
+from rl_baselines.envs.srl_encoder import EncodedInWorkers, SRLEncoderVecEnv
 from rl_baselines.runs import train, train_checks
 from rl_baselines.runs.args_format import withAddedSettings
 from rl_baselines.sweeps import pipeline
 from rl_baselines.sweeps.recorded import trainSettings
 from rl_baselines.sweeps.sweep import RunSpec
+from srl_models.models import VAEModel
 from srl_toolbox.errors import UsageWarning
 
 MOBILE = "MobileRobotGymEnv-v0"
@@ -110,8 +115,64 @@ def test_a_sweep_of_in_process_envs_counts_one_core_per_run(monkeypatch) -> None
     assert pipeline.runCores([spec(KUKA)], shared(1)) == 1
     monkeypatch.setattr(pipeline, "usableCores", lambda: 4)
     executor = pipeline._makeExecutor(Namespace(executor="local", workers=None, force=False),
-                                      pipeline.runCores([spec(MOBILE)], shared(2)))
-    assert executor.workers == 4
+                                      pipeline.runCores([spec(MOBILE)], shared(2)), [spec(MOBILE)] * 6)
+    assert executor.workers == 4 and not executor.envs_in_process
+
+
+def test_a_sweep_gives_each_run_a_core_where_its_envs_outnumber_the_cores(monkeypatch) -> None:
+    """(runs at a time, whether a run left one core steps its envs in the training process) by --workers, the cores
+    a run's envs ask for and the runs to do"""
+    monkeypatch.setattr(pipeline, "usableCores", lambda: 2)
+    assert pipeline.localLayout(None, 4, 26) == (2, True)  # ppo2's 4 envs on the arm, 2 cores: a run per core
+    assert pipeline.localLayout(2, 4, 26) == (2, True)
+    assert pipeline.localLayout(None, 4, 1) == (1, False)  # one run: its envs in workers, on both cores
+    assert pipeline.localLayout(None, 2, 10) == (1, False)  # its envs fit the cores
+    assert pipeline.localLayout(None, 1, 10) == (2, False)  # its envs in the training process already
+    assert pipeline.localLayout(3, 2, 10) == (3, True)
+    monkeypatch.setattr(pipeline, "usableCores", lambda: 8)
+    assert pipeline.localLayout(None, 4, 20) == (2, False)
+    assert pipeline.localLayout(4, 4, 20) == (4, False)  # 2 cores a run: its envs in workers
+    assert pipeline.localLayout(8, 4, 20) == (8, True)
+
+    def spec(env_id: str, srl_model: str = "ground_truth", *flags: str) -> RunSpec:
+        return RunSpec("ppo2", env_id, srl_model, 0, flags, "x", "/tmp")
+
+    assert pipeline.stepsInWorkers(spec(KUKA))
+    assert pipeline.stepsInWorkers(spec(KUKA, "ground_truth", "--vec-env", "auto"))
+    assert not pipeline.stepsInWorkers(spec(KUKA, "ground_truth", "--vec-env", "subproc"))  # named: kept
+    assert not pipeline.stepsInWorkers(spec(KUKA, "ground_truth", "--num-cpu", "1"))
+    assert not pipeline.stepsInWorkers(spec(MOBILE))
+    assert pipeline.stepsInWorkers(spec(MOBILE, "raw_pixels", "--renderer", "tinyrenderer"))
+
+
+def test_a_sweep_run_left_one_core_steps_its_envs_here_with_the_same_result(tmp_path, monkeypatch, capsys) -> None:
+    """Two runs at a time on 2 cores whose envs would step in workers: each steps them in its training process (--vec-env
+    dummy on its command line and in args.json), learns what the same train command learns alone (its envs in
+    workers), and the same sweep again finds both done (the run ids do not name it)."""
+    monkeypatch.setattr(pipeline, "usableCores", lambda: 2)
+    flags = ["--renderer", "tinyrenderer", "--img-shape", "3", "36", "36", "--num-cpu", "2", "--num-timesteps", "512",
+             "--hyperparam", "n_steps:64", "batch_size:64", "--checkpoint-freq", "-1"]
+    command = ["--algo", "ppo2", "--env", MOBILE, "--srl-model", "raw_pixels", "--num-iteration", "2", "--workers", "2",
+               "--log-dir", str(tmp_path / "sweep"), "--no-vis", "--no-progress", *flags]
+    assert pipeline.main(command) == 0
+    assert "2 to run on 2 local workers; 2 step their envs in the training process" in capsys.readouterr().out
+    runs = sorted(glob.glob(str(tmp_path / "sweep" / MOBILE / "raw_pixels" / "ppo2" / "*")))
+    assert len(runs) == 2
+    for run in runs:
+        assert open(os.path.join(run, "train.log"), encoding="utf-8").readline().rstrip().endswith("--vec-env dummy")
+        assert json.load(open(os.path.join(run, "args.json")))["vec_env"] == "dummy"
+    alone = trainHere("--algo", "ppo2", "--env", MOBILE, "--srl-model", "raw_pixels", "--seed", 0, "--log-dir",
+                      tmp_path / "alone", *flags)
+    assert json.load(open(os.path.join(alone, "args.json")))["vec_env"] == "subproc"
+    seed0 = next(run for run in runs if json.load(open(os.path.join(run, "args.json")))["seed"] == 0)
+    assert _monitorRows(seed0) == _monitorRows(alone) and len(_monitorRows(alone)) == 2
+    with open(os.path.join(seed0, "progress.csv"), encoding="utf-8") as sweep_rows, \
+            open(os.path.join(alone, "progress.csv"), encoding="utf-8") as alone_rows:
+        losses = [[{name: value for name, value in row.items() if name.startswith("train/")}
+                   for row in csv.DictReader(rows)] for rows in (sweep_rows, alone_rows)]
+    assert losses[0] == losses[1] and losses[0]
+    assert pipeline.main(command) == 0
+    assert "2 already done, 0 to run" in capsys.readouterr().out
 
 
 def test_subproc_with_one_env_is_one_warning(tmp_path) -> None:
@@ -123,3 +184,40 @@ def test_subproc_with_one_env_is_one_warning(tmp_path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", UsageWarning)  # two envs: it is what runs
         train_checks.validate(train.parseCommand([*base, "--vec-env", "subproc", "--num-cpu", "2"])[0], registered_rl)
+
+
+def test_a_learned_state_is_the_same_float_wherever_the_envs_step(tmp_path) -> None:
+    """TinyRenderer's frames of 2 envs on the CPU: encoded in the workers (subproc), or one by one in this process
+    (dummy), as a sweep whose runs have one core each steps them: the same states and terminal states, bit for bit,
+    at one torch thread (a worker's). Encoded in one batch, their last bits would differ."""
+    torch.manual_seed(0)
+    folder = str(tmp_path / "vae")
+    VAEModel(4, (3, 32, 32), {"env": MOBILE}).save(folder)
+    settings = VecEnvSettings(MOBILE, 2, 3, "vae", srl_model_path=folder)
+    kwargs = {"srl_model": "vae", "img_shape": (3, 32, 32), "max_steps": 4, "renderer": "tinyrenderer"}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    envs = {vec_env: createEnvs(dataclasses.replace(settings, vec_env=vec_env), env_kwargs=kwargs)
+            for vec_env in ("subproc", "dummy")}
+    try:
+        workers, here = (findVecNormalize(envs[vec_env]).venv for vec_env in ("subproc", "dummy"))
+        assert isinstance(workers, EncodedInWorkers) and isinstance(workers.venv, SubprocVecEnv)
+        assert isinstance(here, SRLEncoderVecEnv) and here.one_by_one and isinstance(here.venv, DummyVecEnv)
+        np.testing.assert_array_equal(workers.reset(), here.reset())
+        ended = 0
+        for _ in range(9):
+            for venv in (workers, here):
+                venv.step_async(np.array([1, 2]))
+            (states, _, dones, infos), (expected, _, expected_dones, expected_infos) = workers.step_wait(), \
+                here.step_wait()
+            np.testing.assert_array_equal(states, expected)
+            np.testing.assert_array_equal(dones, expected_dones)
+            for index in np.flatnonzero(dones):
+                ended += 1
+                np.testing.assert_array_equal(infos[index]["terminal_observation"],
+                                              expected_infos[index]["terminal_observation"])
+        assert ended == 4
+    finally:
+        torch.set_num_threads(threads)
+        for env in envs.values():
+            env.close()

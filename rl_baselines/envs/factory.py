@@ -318,8 +318,9 @@ def encodeInWorkers(settings: VecEnvSettings, renderer: str) -> bool:
     :param settings: a run with a learned SRL model
     :param renderer: what draws its envs' images
     :return: True with several envs, the encoder on the CPU and images that are costly to draw: each worker encodes
-        its own env's images, on its own core, and only states cross the pipes; False otherwise: this process encodes
-        every env's images in one batch per step (one env, a GPU, or :data:`BATCH_ENCODED_RENDERERS`' cheap frames)
+        its own env's images, on its own core, and only states cross the pipes (envs in this process, ``--vec-env
+        dummy``: this process encodes them one by one, the same floats); False otherwise: this process encodes every
+        env's images in one batch per step (one env, a GPU, or :data:`BATCH_ENCODED_RENDERERS`' cheap frames)
     """
     return settings.num_envs > 1 and runDevice(settings.device) == "cpu" and renderer not in BATCH_ENCODED_RENDERERS
 
@@ -447,7 +448,9 @@ def createEnvs(
         encoder_folder = settings.srl_model_path or resolveSRLModel(settings.env_id, srl_model, settings.srl_config_file)
     renderer = resolvedRenderer(env_kwargs.get("renderer"), settings.env_id)
     in_process = resolveVecEnv(settings.vec_env, settings.num_envs, settings.env_id, renderer, srl_model) == "dummy"
-    in_workers = encoder_folder is not None and not in_process and encodeInWorkers(settings, renderer)
+    # each env's images encoded alone (its worker, or one by one here): where the envs step changes no float
+    one_by_one = encoder_folder is not None and encodeInWorkers(settings, renderer)
+    in_workers = one_by_one and not in_process
     thunks = [
         functools.partial(makeSingleEnv, settings.env_id, env_kwargs, rank, monitor_dir, settings.action_repeat,
                           in_workers)
@@ -460,7 +463,7 @@ def createEnvs(
     if encoder_folder is not None:
         # Encode before stacking: the agent stacks states, the encoder sees the single frames it was trained on.
         venv = encodeObservations(venv, settings.env_id, srl_model, encoder_folder, settings.srl_config_file,
-                                  settings.device, in_workers)
+                                  settings.device, in_workers, one_by_one)
         state_dim = int(np.prod(venv.observation_space.shape))
     if settings.num_stack > 1:
         venv = VecFrameStack(venv, n_stack=settings.num_stack)
@@ -483,7 +486,8 @@ def createEnvs(
 
 
 def encodeObservations(venv: VecEnv, env_id: str, srl_model: str, srl_model_path: str | None,
-                       srl_config_file: str | None, device: str | None, in_workers: bool = False) -> VecEnv:
+                       srl_config_file: str | None, device: str | None, in_workers: bool = False,
+                       one_by_one: bool = False) -> VecEnv:
     """
     Wrap a pixel VecEnv with the trained SRL model the run uses (``srl_model_path``, set by the train command, or
     else the folder ``srl_config_file`` maps to ``(env_id, srl_model)``).
@@ -495,6 +499,7 @@ def encodeObservations(venv: VecEnv, env_id: str, srl_model: str, srl_model_path
     :param srl_config_file: the SRL config file to look it up in (None: srl_models.config.defaultConfigFile())
     :param device: the run's device (the encoder runs there, like the agent's networks)
     :param in_workers: encode in the env workers (a SubprocVecEnv of envs made with ``worker_encoder``, on the CPU)
+    :param one_by_one: (in this process) encode each env's image alone, as the workers would (the same floats)
     :return: the VecEnv of encoded states
     :raises ValueError: the model cannot be found or does not fit the env (one line)
     """
@@ -502,7 +507,7 @@ def encodeObservations(venv: VecEnv, env_id: str, srl_model: str, srl_model_path
     try:
         folder = srl_model_path or resolveSRLModel(env_id, srl_model, srl_config_file)
         model = loadEncoder(folder, device=runDevice(device))
-        return EncodedInWorkers(venv, model, folder) if in_workers else SRLEncoderVecEnv(venv, model)
+        return EncodedInWorkers(venv, model, folder) if in_workers else SRLEncoderVecEnv(venv, model, one_by_one)
     except ValueError:
         venv.close()  # no orphaned env subprocesses behind the error
         raise

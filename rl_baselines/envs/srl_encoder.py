@@ -9,7 +9,10 @@ encoding runs:
   process), for an encoder on a GPU and for frames cheaper to draw than to encode (the sprites);
 - in the SubprocVecEnv workers, on the CPU: each worker's :class:`WorkerEncoder` (one torch thread) encodes its own
   env's images, so the encoding of the envs runs in parallel on every core and only states cross the pipes;
-  :class:`EncodedInWorkers` above the raw VecEnv loads the model there and gives the VecEnv the state space.
+  :class:`EncodedInWorkers` above the raw VecEnv loads the model there and gives the VecEnv the state space. Where
+  such envs step in this process instead (``--vec-env dummy``, or a sweep whose runs have one core each),
+  :class:`SRLEncoderVecEnv` encodes their images one by one, in batches of one image as the workers do, so that where
+  the envs step does not change a float (at one torch thread, a worker's).
 
 ``rl_baselines.envs.factory.encodeInWorkers`` chooses, by the number of envs, the device and the renderer.
 
@@ -88,19 +91,24 @@ class SRLEncoderVecEnv(VecEnvWrapper):
 
     :param venv: a VecEnv whose observations are uint8 images (n, H, W, C) at the model's image shape
     :param model: the (frozen) SRL model
+    :param one_by_one: encode each image alone, as :class:`WorkerEncoder` does in a worker (the same floats as
+        :class:`EncodedInWorkers`); False: the images of a step in one batch
     :raises ValueError: the env's images do not have the model's shape
     """
 
-    def __init__(self, venv: VecEnv, model: BaseSRLModel) -> None:
+    def __init__(self, venv: VecEnv, model: BaseSRLModel, one_by_one: bool = False) -> None:
         super().__init__(venv, observation_space=stateSpace(venv.observation_space, model))
         self.model = model
+        self.one_by_one = one_by_one
 
     def encode(self, images: np.ndarray) -> np.ndarray:
         """
-        :param images: uint8 (n, H, W, C)
+        :param images: uint8 (n, H, W, C), n >= 1
         :return: float32 (n, state_dim)
         """
 
+        if self.one_by_one:
+            return np.concatenate([encodeImages(self.model, image[None]) for image in images])
         return encodeImages(self.model, images)
 
     def reset(self) -> np.ndarray:

@@ -63,13 +63,15 @@ class LocalExecutor:
     :param workers: parallel runs
     :param resume: continue a run's unfinished attempt when possible (see
         :func:`rl_baselines.sweeps.run_attempts.startRun`)
+    :param envs_in_process: the run ids whose envs step in the training process (``--vec-env dummy``)
     """
 
     name = "local"
 
-    def __init__(self, workers: int, resume: bool = True) -> None:
+    def __init__(self, workers: int, resume: bool = True, envs_in_process: frozenset[str] = frozenset()) -> None:
         self.workers = int(workers)
         self.resume = resume
+        self.envs_in_process = envs_in_process
         self.threads = threadsShare(self.workers)
         self.lost = ""  # this machine's runs are not lost with a cluster
         self._running: dict[str, StartedRun] = {}
@@ -92,7 +94,8 @@ class LocalExecutor:
         :param spec: the run
         """
         try:
-            self._running[spec.run_id] = startRun(spec, self.resume, self.threads)
+            self._running[spec.run_id] = startRun(spec, self.resume, self.threads,
+                                                  spec.run_id in self.envs_in_process)
         except OSError as error:  # e.g. a log dir that cannot be written: the run fails, the sweep goes on
             self._failed_starts.append(RunResult(spec.run_id, "failed", None, "", "", 0.0,
                                                  f"cannot start: {error}"))
@@ -376,6 +379,7 @@ class RayExecutor:
     """
 
     name = "ray"
+    envs_in_process: frozenset[str] = frozenset()  # a task's envs step where its --vec-env says (its CPUs are its own)
 
     def __init__(self, address: str | None, num_cpus: int, num_gpus: float, workers: int | None,
                  resume: bool = True) -> None:

@@ -63,6 +63,7 @@ from rl_baselines.sweeps.sweep import (
     checkGrid,
     expandGrid,
     parseAlgoArgs,
+    parseTrainArgs,
     reservedFlagProblem,
     sweepId,
     unique,
@@ -125,7 +126,9 @@ def buildParser() -> CLIParser:
                         help=f"root folder of the runs [{TrainConfig.log_dir}]")
     parser.add_argument("--workers", type=positiveInt, default=None,
                         help="runs at a time [local: usable cores // the cores a run uses (--num-cpu, 1 where its "
-                             "envs step in the training process: --vec-env); ray: what the cluster fits]")
+                             "envs step in the training process: --vec-env), or a run per core where its envs "
+                             "outnumber the cores; a run left one core steps its envs in the training process; "
+                             "ray: what the cluster fits]")
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
                         help="local processes, or Ray tasks (pip install 'srl-toolbox[ray]') [local]")
     parser.add_argument("--ray-address", default=None, metavar="HOST:PORT",
@@ -167,10 +170,43 @@ def runCores(specs: Sequence[RunSpec], shared: Any) -> int:
     return cores
 
 
-def _makeExecutor(args: Any, run_cores: int) -> Any:
+def localLayout(workers: int | None, run_cores: int, runs: int) -> tuple[int, bool]:
+    """
+    How a local sweep shares this machine's cores (usableCores): the runs at a time, and whether the runs whose envs
+    would step in worker processes step them in the training process instead (``--vec-env dummy``, the same floats).
+    A run whose envs outnumber its share of the cores loses more to the workers' round trips than it gains from them,
+    and a run of its own per core keeps every core busy through the others' updates and evaluations.
+
+    :param workers: ``--workers`` (None: chosen here)
+    :param run_cores: the cores the most demanding run's envs ask for (:func:`runCores`)
+    :param runs: the runs to do
+    :return: (runs at a time: ``--workers``, else one per core where a run's envs ask for more cores than the machine
+        has and there are several runs, else usable cores // ``run_cores``; envs in the training process: where
+        ``run_cores`` > 1 and the runs at a time leave each run a single core)
+    """
+    usable = usableCores()
+    if workers is None:
+        workers = usable if run_cores > usable and runs > 1 else max(1, usable // run_cores)
+    return workers, run_cores > 1 and usable // max(1, min(workers, runs)) <= 1
+
+
+def stepsInWorkers(spec: RunSpec) -> bool:
+    """
+    :param spec: a run of the sweep
+    :return: its envs would step in worker processes by ``--vec-env auto`` (not by a ``--vec-env`` it names)
+    """
+    args = parseTrainArgs(spec.algo, spec.env, spec.srl_model, spec.seed, spec.train_args)
+    envs = defaultEnvs(spec.algo, args.get("num_cpu"))
+    return args.get("vec_env", "auto") == "auto" and resolveVecEnv(
+        "auto", envs, spec.env, resolvedRenderer(args.get("renderer"), spec.env), spec.srl_model) == "subproc"
+
+
+def _makeExecutor(args: Any, run_cores: int, to_run: Sequence[RunSpec]) -> Any:
     if args.executor == "ray":
         return RayExecutor(args.ray_address, run_cores, args.num_gpus, args.workers, resume=not args.force)
-    return LocalExecutor(args.workers or max(1, usableCores() // run_cores), resume=not args.force)
+    workers, in_process = localLayout(args.workers, run_cores, len(to_run))
+    return LocalExecutor(workers, resume=not args.force,
+                         envs_in_process=frozenset(spec.run_id for spec in to_run if in_process and stepsInWorkers(spec)))
 
 
 class _Interrupted(KeyboardInterrupt):
@@ -253,7 +289,7 @@ def _runPipeline(argv: list[str]) -> tuple[int, str]:
     resumed = 0 if args.force else sum(resumableAttempt(spec) is not None for spec in to_run)
     # asked before Ray's start, which installs a SIGTERM handler of its own (that ends the process at once)
     take_sigterm = mayTakeSigterm()
-    executor = _makeExecutor(args, runCores(to_run, shared)) if to_run else None
+    executor = _makeExecutor(args, runCores(to_run, shared), to_run) if to_run else None
 
     state_path = os.path.join(os.path.abspath(args.log_dir), f"sweep_{sweep_id}.json")
     command = ["python", "-m", "rl_baselines.pipeline", *argv]
@@ -265,7 +301,9 @@ def _runPipeline(argv: list[str]) -> tuple[int, str]:
           f"{len(specs) - len(to_run)} already done, {len(to_run)} to run"
           + (f" ({resumed} continue{'s' if resumed == 1 else ''} where {'it' if resumed == 1 else 'they'} stopped)"
              if resumed else "")
-          + (f" on {workers} {executor.name} worker{'s' if workers > 1 else ''}" if executor else ""), flush=True)
+          + (f" on {workers} {executor.name} worker{'s' if workers > 1 else ''}" if executor else "")
+          + (f"; {len(executor.envs_in_process)} step their envs in the training process (a core per run: "
+             "--vec-env dummy)" if executor is not None and executor.envs_in_process else ""), flush=True)
     if executor is not None and executor.name == "ray":
         print(f"Ray cluster: {executor.cluster}", flush=True)
         if executor.capped and len(to_run) > executor.workers:  # the cap matters only with more runs than it

@@ -152,7 +152,8 @@ def resumableAttempt(spec: RunSpec) -> str | None:
     return None
 
 
-def startRun(spec: RunSpec, resume: bool = True, threads: int | None = None) -> StartedRun:
+def startRun(spec: RunSpec, resume: bool = True, threads: int | None = None,
+             envs_in_process: bool = False) -> StartedRun:
     """
     Start ``python -m rl_baselines.train`` for a run, its output going to train.log. When ``resume`` is set and the
     sweep's newest attempt of the run is unfinished but resumable (a killed worker, an interrupted sweep), it goes on
@@ -163,6 +164,8 @@ def startRun(spec: RunSpec, resume: bool = True, threads: int | None = None) -> 
     :param resume: continue an unfinished attempt when possible
     :param threads: the run's share of the cores, its torch threads (``OMP_NUM_THREADS`` unless set already; train's
         ``--torch-threads`` auto reads it); None: train's own auto
+    :param envs_in_process: its envs step in the training process (``--vec-env dummy`` added to its command; not a
+        setting of its result, so not of its run id)
     :return: the started run
     """
     run_folder = resumableAttempt(spec) if resume else None
@@ -186,7 +189,7 @@ def startRun(spec: RunSpec, resume: bool = True, threads: int | None = None) -> 
         os.makedirs(run_folder)
         train_argv = spec.trainArgv(run_folder)
     log_path = os.path.join(run_folder, RUN_LOG)
-    command = [sys.executable, "-m", TRAIN_MODULE, *train_argv]
+    command = [sys.executable, "-m", TRAIN_MODULE, *train_argv, *(["--vec-env", "dummy"] if envs_in_process else [])]
     log_handle = open(log_path, "a", encoding="utf-8")  # a resumed run's log goes on after the earlier attempt's
     log_handle.write("# " + " ".join(command) + "\n")
     log_handle.flush()
