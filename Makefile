@@ -69,7 +69,8 @@ test-fast: install
 
 # The speed figures, each appended to docs/benchmarks.md with its command and machine: envs (mobile robots, Kuka,
 # every env), env worker start, renderers, ppo2 on Kuka under each physics and renderer, datasets, the train loop,
-# ppo2 through a trained VAE, the frozen SRL encoder's forward pass, ppo2 from raw pixels on shared cores, sweeps.
+# ppo2 through a trained VAE, the frozen SRL encoder's forward pass, ppo2 from raw pixels on shared cores, sweeps
+# (of the mobile robot by executor, of the arm by where its runs' envs step).
 # Each script runs alone at smaller settings (its --help; --results-file FILE or --no-append keeps a trial out of
 # docs/benchmarks.md).
 bench: install
@@ -86,6 +87,7 @@ bench: install
 	$(PY) -m benchmarks.vec_env_speed
 	$(PY) -m benchmarks.shared_cores
 	$(PY) -m benchmarks.sweep_speed
+	$(PY) -m benchmarks.sweep_layout
 
 # Training steps/s of the algorithms on the CPU and on a GPU side by side, and the device --device auto picks for
 # each (on a machine without a GPU only the CPU is measured)

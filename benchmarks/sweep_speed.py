@@ -40,17 +40,20 @@ ray.shutdown()
 """
 
 
-def runSweep(log_dir: str, runs: int, steps: int, extra: list[str], env: dict[str, str]) -> tuple[float, float]:
+def runSweep(log_dir: str, runs: int, steps: int, extra: list[str], env: dict[str, str], env_id: str = ENV_ID,
+             srl_model: str = "ground_truth") -> tuple[float, float]:
     """
     :param log_dir: an empty folder for the sweep
     :param runs: seeds (runs) in the sweep
     :param steps: env steps per run
-    :param extra: executor flags
+    :param extra: executor flags (and other train flags)
     :param env: extra environment variables
+    :param env_id: the runs' env
+    :param srl_model: their observation
     :return: (wall time of the command in s, mean wall time of one run in s)
     """
-    command = [sys.executable, "-m", "rl_baselines.pipeline", "--algo", "ppo2", "--env", ENV_ID, "--srl-model",
-               "ground_truth", "--num-iteration", str(runs), "--num-timesteps", str(steps), "--log-dir", log_dir,
+    command = [sys.executable, "-m", "rl_baselines.pipeline", "--algo", "ppo2", "--env", env_id, "--srl-model",
+               srl_model, "--num-iteration", str(runs), "--num-timesteps", str(steps), "--log-dir", log_dir,
                "--no-vis", "--no-progress", *extra]
     start = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env={**os.environ, **env})

@@ -53,6 +53,8 @@ CASES = [
     ("sweep_speed", ["--runs", "0"], ["--runs", "'0'"]),
     ("sweep_speed", ["--steps", "-5"], ["--steps", "'-5'"]),
     ("sweep_speed", ["--repeats", "0"], ["--repeats", "'0'"]),
+    ("sweep_layout", ["--runs", "0"], ["--runs", "'0'"]),
+    ("sweep_layout", ["--observations", "vae"], ["--observations", "'vae'", "ground_truth", "raw_pixels"]),
     ("profile_runs", ["--steps", "0"], ["--steps", "'0'"]),
     ("profile_runs", ["--rate", "0"], ["--rate", "'0'"]),
     ("masked_moves", [MISSING_RUN], [MISSING_RUN, "not a folder"]),
@@ -190,7 +192,7 @@ def test_every_benchmark_command_is_covered() -> None:
     """Every script asked to refuse bad input has cases here (a script added later should get some)."""
     assert {module for module, _, _ in CASES} >= {
         "env_speed", "all_envs_speed", "render_speed", "kuka_speed", "dataset_speed", "train_speed", "kuka_ppo_speed",
-        "device_speed", "sweep_speed", "profile_runs", "masked_moves", "learning", "srl_table", "renderer_gtc",
+        "device_speed", "sweep_speed", "sweep_layout", "profile_runs", "masked_moves", "learning", "srl_table", "renderer_gtc",
         "srl_speed", "srl_epoch_speed", "cnn_features", "env_start", "shared_cores", "vec_env_speed",
         "argument_checks"}
 
