@@ -22,7 +22,7 @@ import statistics
 import tempfile
 from collections.abc import Sequence
 
-from benchmarks.documents import addResultsArguments, appendReport, recordedCommand, resultsPath
+from benchmarks.documents import addResultsArguments, appendReport, loadNow, loadSpanText, recordedCommand, resultsPath
 from benchmarks.srl_rl.plans import KUKA, PLANS
 from benchmarks.sweep_speed import runSweep
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
@@ -77,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     addResultsArguments(parser)
     args = parser.parse_args(argv)
     flags = sweepFlags(args.steps)
-    load_before = os.getloadavg()
+    load_start = loadNow()
     walls = {observation: {layout: [] for layout in LAYOUTS} for observation in args.observations}
     with tempfile.TemporaryDirectory() as scratch:
         for repeat in range(args.repeats):
@@ -90,18 +90,16 @@ def main(argv: Sequence[str] | None = None) -> None:
                     walls[observation][layout].append(wall)
                     print(f"repeat {repeat}: {observation}, {layout}: {wall:.1f} s (one run {run_mean:.1f} s)",
                           flush=True)
-    load_after = os.getloadavg()
     table = layoutTable(walls, args.runs)
     print(table)
-    busy = (": other processes were competing for the cores"
-            if max(load_before[0], load_after[0]) > usableCores() + 0.5 else "")
     if not args.no_append:
         appendReport(
             "Sweeps of the arm: where the runs' envs step", recordedCommand("benchmarks.sweep_layout", argv),
             f"{args.runs} runs of ppo2 (its default 4 envs) on {KUKA} ({' '.join(flags)}) per sweep, each layout "
             f"from an empty log dir, the pipeline command's wall time (median of {args.repeats}, every other "
-            f"repetition in reverse order), {usableCores()} usable cores; every layout gives the same runs. Machine "
-            f"load average (1 min) {load_before[0]:.1f} before, {load_after[0]:.1f} after{busy}.", table,
+            f"repetition in reverse order), {usableCores()} usable cores; every layout gives the same runs. "
+            f"{loadSpanText(load_start)} (the sweeps' own processes count: 2 runs with 4 env workers each are 10).",
+            table,
             packages=("torch", "stable_baselines3", "pybullet"), path=resultsPath(args))
 
 
