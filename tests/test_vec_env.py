@@ -24,8 +24,9 @@ from rl_baselines.envs.factory import VecEnvSettings, createEnvs, findVecNormali
 from rl_baselines.envs.srl_encoder import EncodedInWorkers, SRLEncoderVecEnv
 from rl_baselines.runs import train, train_checks
 from rl_baselines.runs.args_format import withAddedSettings
-from rl_baselines.sweeps import pipeline
+from rl_baselines.sweeps import hyperparam_search, pipeline
 from rl_baselines.sweeps.recorded import trainSettings
+from rl_baselines.sweeps.search_trials import TrialObjective
 from rl_baselines.sweeps.sweep import RunSpec
 from srl_models.models import VAEModel
 from srl_toolbox.errors import UsageWarning
@@ -221,3 +222,25 @@ def test_a_learned_state_is_the_same_float_wherever_the_envs_step(tmp_path) -> N
         torch.set_num_threads(threads)
         for env in envs.values():
             env.close()
+
+
+@pytest.mark.parametrize("workers, n_trials, flags, in_process", [
+    (2, 10, [], True),  # 2 trials at a time on 2 cores, ppo2's 4 envs on the arm: one core each
+    (1, 10, [], False),  # one trial: its envs in workers, on both cores
+    (2, 1, [], False),  # one trial to run
+    (2, 10, ["--vec-env", "subproc"], False),  # named: kept
+    (2, 10, ["--num-cpu", "1"], False),
+])
+def test_a_search_trial_left_one_core_steps_its_envs_here(tmp_path, monkeypatch, workers, n_trials, flags,
+                                                          in_process) -> None:
+    """hyperparam_search --workers K: a trial steps its envs as a sweep's run left the same share of the cores would,
+    --vec-env dummy on its train command (not in the study's settings: the same floats)"""
+    monkeypatch.setattr(hyperparam_search, "usableCores", lambda: 2)
+    args, train_argv = hyperparam_search.searchParser().parse_known_args(
+        ["--algo", "ppo2", "--env", KUKA, "--srl-model", "ground_truth", "--workers", str(workers), "--n-trials",
+         str(n_trials), "--log-dir", str(tmp_path), *flags])
+    config, _ = hyperparam_search.prepare(vars(args), train_argv)
+    assert config.envs_in_process is in_process
+    command = TrialObjective(config).trainCommand(str(tmp_path), 0, {})
+    assert (command[-2:] == ["--vec-env", "dummy"]) is in_process
+    assert "vec_env" not in config.train_settings

@@ -39,10 +39,11 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from environments import registered_env
+from environments import registered_env, resolvedRenderer
 from rl_baselines.core.hyperparams import plainValues
 from rl_baselines.core.plugin_v1 import isV1
 from rl_baselines.core.registry import failedPluginsText, registered_rl, unknownAlgoText
+from rl_baselines.envs.factory import resolveVecEnv
 from rl_baselines.runs import train_checks
 from rl_baselines.runs.args_format import ARGS_FORMAT_KEY
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
@@ -96,7 +97,7 @@ from srl_toolbox.cli import (
     seedNumber,
     zooFlagHints,
 )
-from srl_toolbox.devices import threadsShare
+from srl_toolbox.devices import threadsShare, usableCores
 from srl_toolbox.plugins import SkippedPluginWarning
 from srl_toolbox.signals import ctrlCDeferred, raiseTerminated
 
@@ -276,6 +277,7 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         space=space, eval_episodes=args["eval_episodes"], n_evaluations=args["n_evaluations"],
         n_startup_trials=args["n_startup_trials"], grid_points=args["grid_points"], search_id=uuid.uuid4().hex,
         eval_freq=train_args.eval_freq, threads=threadsShare(args["workers"]), num_cpu=checked.num_cpu,
+        envs_in_process=trialEnvsInProcess(train_args.vec_env, checked, min(args["workers"], args["n_trials"])),
         run_envs=run_envs,
         train_settings=studySettings(resolved), setting_flags=settingFlags(train_parser),
         rollout_hyperparams=plainValues({name: hyperparams[name] for name in ("n_steps", "batch_size")
@@ -372,6 +374,20 @@ def _checkFixedBudget(fixed: Mapping[str, Any], num_cpu: int, run_envs: int, bud
 # (their typed values count instead), or that name a version (args.json's format)
 _OWN_SETTINGS = frozenset({"algo", "env", "srl_model", "seed", "num_timesteps", "eval_episodes", "hyperparam",
                            "hyperparam_file", ARGS_FORMAT_KEY})
+
+
+def trialEnvsInProcess(vec_env: str, checked: TrainConfig, trials_at_once: int) -> bool:
+    """
+    :param vec_env: ``--vec-env`` as given
+    :param checked: the trials' train settings, validated (``--num-cpu`` and the renderer resolved)
+    :param trials_at_once: the workers that run trials (at most the trials)
+    :return: each trial steps its envs in its training process (``--vec-env dummy``, the same floats): ``--vec-env``
+        auto would step them in workers while the trials at a time leave each one core, as a sweep's runs
+        (rl_baselines.sweeps.pipeline.localLayout)
+    """
+    return (vec_env == "auto" and usableCores() // max(1, trials_at_once) <= 1
+            and resolveVecEnv("auto", checked.num_cpu, checked.env, resolvedRenderer(checked.renderer, checked.env),
+                              checked.srl_model) == "subproc")
 
 
 def studySettings(resolved: TrainConfig) -> dict[str, Any]:

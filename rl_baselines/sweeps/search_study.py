@@ -66,6 +66,9 @@ class SearchConfig:
     eval_freq: int = 0  # train's --eval-freq, forwarded: each trial evaluates every eval_freq steps (0: never)
     threads: int | None = None  # each trial's torch threads: its share of the cores (None: train's own auto)
     num_cpu: int = 1  # each trial's envs (train's --num-cpu)
+    # each trial steps its envs in its training process (--vec-env dummy added to its command): a trial left one core
+    # whose envs would step in workers by --vec-env auto, as a sweep's run (rl_baselines.sweeps.pipeline.localLayout)
+    envs_in_process: bool = False
     run_envs: int = 0  # the envs a trial's rollout steps all together: ppo1's processes times num_cpu (0: num_cpu)
     # what the forwarded train flags set, as the study compares them (JSON values; hyperparam_search.studySettings)
     train_settings: dict[str, Any] = dataclasses.field(default_factory=dict)

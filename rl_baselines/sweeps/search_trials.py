@@ -288,7 +288,8 @@ class TrialObjective:
         :return: the train command line
         """
         command = [sys.executable, "-m", "rl_baselines.train", *self.config.trialFlags, "--log-dir", run_root,
-                   "--tag", f"trial{number}", "--no-vis", "--no-progress"]
+                   "--tag", f"trial{number}", "--no-vis", "--no-progress",
+                   *(["--vec-env", "dummy"] if self.config.envs_in_process else [])]
         if params:  # after the forwarded ones: train's --hyperparam keeps the last value of a name
             command += ["--hyperparam", *(f"{name}:{formatValue(value)}" for name, value in params.items())]
         return command
