@@ -24,8 +24,8 @@ from collections.abc import Sequence
 
 from benchmarks.documents import addResultsArguments, appendReport, loadNow, loadSpanText, recordedCommand, resultsPath
 from benchmarks.srl_rl.plans import KUKA, PLANS
-from benchmarks.sweep_speed import runSweep
-from srl_toolbox.cli import CLIParser, positiveInt, runCommand
+from benchmarks.sweep_speed import addSweepArguments, runSweep
+from srl_toolbox.cli import CLIParser, runCommand
 from srl_toolbox.devices import usableCores
 
 OBSERVATIONS = ("ground_truth", "raw_pixels")
@@ -68,10 +68,7 @@ def layoutTable(walls: dict[str, dict[str, list[float]]], runs: int) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     """:param argv: command-line arguments; :raises UsageError: bad input, before any work"""
     parser = CLIParser(prog="python -m benchmarks.sweep_layout", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=positiveInt, default=12_000, help="env steps per run [12000]")
-    parser.add_argument("--runs", type=positiveInt, default=2, help="runs (seeds) in each sweep [2]")
-    parser.add_argument("--repeats", type=positiveInt, default=1,
-                        help="repetitions, every other one in reverse order; median kept [1]")
+    addSweepArguments(parser, steps=12_000, runs=2, repeats=1)
     parser.add_argument("--observations", nargs="+", choices=OBSERVATIONS, default=list(OBSERVATIONS),
                         help=f"observations measured [{' '.join(OBSERVATIONS)}]")
     addResultsArguments(parser)

@@ -65,6 +65,15 @@ def runSweep(log_dir: str, runs: int, steps: int, extra: list[str], env: dict[st
     return wall, statistics.mean(run_times)
 
 
+def addSweepArguments(parser: CLIParser, steps: int, runs: int, repeats: int) -> None:
+    """The flags of a benchmark that times sweeps, with their defaults: env steps per run, runs in each sweep and
+    repetitions (every other one in reverse order)."""
+    parser.add_argument("--steps", type=positiveInt, default=steps, help=f"env steps per run [{steps}]")
+    parser.add_argument("--runs", type=positiveInt, default=runs, help=f"runs in each sweep [{runs}]")
+    parser.add_argument("--repeats", type=positiveInt, default=repeats,
+                        help=f"repetitions, every other one in reverse order; median kept [{repeats}]")
+
+
 def startRayHead(cpus: int, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
     """:return: (the head process, its address)"""
     head = subprocess.Popen([sys.executable, "-c", RAY_HEAD, str(cpus)], stdin=subprocess.PIPE,
@@ -88,10 +97,7 @@ def stopRayHead(head: subprocess.Popen) -> None:
 def main(argv: list[str] | None = None) -> None:
     """:param argv: command-line arguments; :raises UsageError: bad input, before any work"""
     parser = CLIParser(prog="python -m benchmarks.sweep_speed", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=positiveInt, default=4000, help="env steps per run [4000]")
-    parser.add_argument("--runs", type=positiveInt, default=8, help="runs in the sweep [8]")
-    parser.add_argument("--repeats", type=positiveInt, default=2,
-                        help="repetitions, every other one in reverse order; median kept [2]")
+    addSweepArguments(parser, steps=4000, runs=8, repeats=2)
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray executor")
     addResultsArguments(parser)
     args = parser.parse_args(argv)
