@@ -75,6 +75,13 @@ def _monitorRows(run_dir: str) -> list[list[str]]:
     return rows
 
 
+def _losses(run_dir: str) -> list[dict[str, str]]:
+    """:return: the run's learning, progress.csv's ``train/`` columns, row by row"""
+    with open(os.path.join(run_dir, "progress.csv"), encoding="utf-8") as handle:
+        return [{name: value for name, value in row.items() if name.startswith("train/")}
+                for row in csv.DictReader(handle)]
+
+
 def test_the_same_seed_gives_the_same_run_either_way(tmp_path) -> None:
     """The envs compute the same in a worker or here: the same episodes and the same learning (progress.csv's losses);
     args.json records the value that ran (auto resolved), and a run recorded before --vec-env reads as subproc."""
@@ -87,12 +94,7 @@ def test_the_same_seed_gives_the_same_run_either_way(tmp_path) -> None:
     assert recorded == {"subproc": "subproc", "dummy": "dummy", "auto": "dummy"}
     assert _monitorRows(runs["subproc"]) == _monitorRows(runs["dummy"]) and len(_monitorRows(runs["dummy"])) == 2
 
-    def losses(run_dir: str) -> list[dict[str, str]]:
-        with open(os.path.join(run_dir, "progress.csv"), encoding="utf-8") as handle:
-            return [{name: value for name, value in row.items() if name.startswith("train/")}
-                    for row in csv.DictReader(handle)]
-
-    assert losses(runs["subproc"]) == losses(runs["dummy"]) and losses(runs["dummy"])
+    assert _losses(runs["subproc"]) == _losses(runs["dummy"]) and _losses(runs["dummy"])
     # not a setting of the result: a sweep finds either run as the other's
     assert "vec_env" not in trainSettings(json.load(open(os.path.join(runs["dummy"], "args.json"))))
     assert withAddedSettings({"args_format": 8})["vec_env"] == "subproc"
@@ -167,10 +169,7 @@ def test_a_sweep_run_left_one_core_steps_its_envs_here_with_the_same_result(tmp_
     assert json.load(open(os.path.join(alone, "args.json")))["vec_env"] == "subproc"
     seed0 = next(run for run in runs if json.load(open(os.path.join(run, "args.json")))["seed"] == 0)
     assert _monitorRows(seed0) == _monitorRows(alone) and len(_monitorRows(alone)) == 2
-    with open(os.path.join(seed0, "progress.csv"), encoding="utf-8") as sweep_rows, \
-            open(os.path.join(alone, "progress.csv"), encoding="utf-8") as alone_rows:
-        losses = [[{name: value for name, value in row.items() if name.startswith("train/")}
-                   for row in csv.DictReader(rows)] for rows in (sweep_rows, alone_rows)]
+    losses = [_losses(seed0), _losses(alone)]
     assert losses[0] == losses[1] and losses[0]
     assert pipeline.main(command) == 0
     assert "2 already done, 0 to run" in capsys.readouterr().out

@@ -304,6 +304,15 @@ def resolveVecEnv(vec_env: str, num_envs: int, env_id: str, renderer: str, srl_m
     return "subproc" if getEnvClass(env_id).stepsInWorkers(renderer, images) else "dummy"
 
 
+def autoStepsInWorkers(vec_env: str, num_envs: int, env_id: str, renderer: str, srl_model: str) -> bool:
+    """
+    :param vec_env: ``--vec-env`` as given
+    :return: it is auto and steps these envs in worker processes (:func:`resolveVecEnv`'s other parameters), so that
+        a sweep or search leaving the run one core may step them in its training process instead
+    """
+    return vec_env == "auto" and resolveVecEnv(vec_env, num_envs, env_id, renderer, srl_model) == "subproc"
+
+
 # Renderers whose frame costs less than a small encoder's forward pass (numpy compositing): with several envs on the
 # CPU, this process encodes their images in one batch per step faster than each worker encodes its own (both
 # placements measured side by side in alternating rounds: docs/srl.md, "Using a representation in RL"). Every other

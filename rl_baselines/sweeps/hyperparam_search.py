@@ -43,7 +43,7 @@ from environments import registered_env, resolvedRenderer
 from rl_baselines.core.hyperparams import plainValues
 from rl_baselines.core.plugin_v1 import isV1
 from rl_baselines.core.registry import failedPluginsText, registered_rl, unknownAlgoText
-from rl_baselines.envs.factory import resolveVecEnv
+from rl_baselines.envs.factory import autoStepsInWorkers
 from rl_baselines.runs import train_checks
 from rl_baselines.runs.args_format import ARGS_FORMAT_KEY
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
@@ -385,9 +385,8 @@ def trialEnvsInProcess(vec_env: str, checked: TrainConfig, trials_at_once: int) 
         auto would step them in workers while the trials at a time leave each one core, as a sweep's runs
         (rl_baselines.sweeps.pipeline.localLayout)
     """
-    return (vec_env == "auto" and usableCores() // max(1, trials_at_once) <= 1
-            and resolveVecEnv("auto", checked.num_cpu, checked.env, resolvedRenderer(checked.renderer, checked.env),
-                              checked.srl_model) == "subproc")
+    return usableCores() // max(1, trials_at_once) <= 1 and autoStepsInWorkers(
+        vec_env, checked.num_cpu, checked.env, resolvedRenderer(checked.renderer, checked.env), checked.srl_model)
 
 
 def studySettings(resolved: TrainConfig) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from tqdm import tqdm
 
 from environments import registered_env, resolvedRenderer
 from rl_baselines.core.registry import defaultEnvs, registered_rl
-from rl_baselines.envs.factory import resolveVecEnv
+from rl_baselines.envs.factory import autoStepsInWorkers, resolveVecEnv
 from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV
 from rl_baselines.runs.train_checks import baseParser
 from rl_baselines.runs.train_config import TrainConfig
@@ -196,9 +196,8 @@ def stepsInWorkers(spec: RunSpec) -> bool:
     :return: its envs would step in worker processes by ``--vec-env auto`` (not by a ``--vec-env`` it names)
     """
     args = parseTrainArgs(spec.algo, spec.env, spec.srl_model, spec.seed, spec.train_args)
-    envs = defaultEnvs(spec.algo, args.get("num_cpu"))
-    return args.get("vec_env", "auto") == "auto" and resolveVecEnv(
-        "auto", envs, spec.env, resolvedRenderer(args.get("renderer"), spec.env), spec.srl_model) == "subproc"
+    return autoStepsInWorkers(args.get("vec_env", "auto"), defaultEnvs(spec.algo, args.get("num_cpu")), spec.env,
+                              resolvedRenderer(args.get("renderer"), spec.env), spec.srl_model)
 
 
 def _makeExecutor(args: Any, run_cores: int, to_run: Sequence[RunSpec]) -> Any:
