@@ -87,7 +87,7 @@ def test_report_archives_the_finished_runs(archived_mobile, tmp_path, capsys) ->
     assert vae["date"] == "2026-11-20" and vae["machine"] and vae["fingerprint"] == settings.fingerprint()
     # the train settings of its command line, as args.json records them, without those that change no result
     assert vae["format"] == bench_archive.FORMAT and vae["train"]["srl_model"] == "vae" and vae["train"]["seed"] == 1
-    assert vae["train"]["num_cpu"] == 1 and vae["train"]["num_timesteps"] == 50_000
+    assert vae["train"]["num_cpu"] == plans.RUN_ENVS == 4 and vae["train"]["num_timesteps"] == 50_000
     assert not set(vae["train"]) & recorded.NOT_A_RESULT and "hp_gamma" not in vae["train"]
     pixels = next(r for r in records.values() if (r["observation"], r["seed"]) == ("raw_pixels", 0))
     assert pixels["srl"] is None and pixels["model"] is None  # its runs do not depend on the SRL settings
@@ -477,17 +477,14 @@ def test_a_changed_train_default_changes_the_archive_key(tmp_path, monkeypatch) 
     elsewhere = _settings(["--bench-dir", str(tmp_path / "bench")])
     assert recorded.specSettings(elsewhere.specs(plan)[0]) == before
     archive = bench_archive.loadArchive(plans.RUNS_FILE)
-    # the runs' envs, given to every run (--envs; ppo2's default of 4 since the archive's runs were made with 1)
-    four = _settings(["--envs", "4"])
-    assert (before["num_cpu"], recorded.specSettings(four.specs(plan)[0])["num_cpu"]) == (1, 4)
-    matches = bench_archive.archivedMatches(archive, four, plan, four.specs(plan), {})  # Nav 2D's runs of 4 envs only
-    assert len(matches) == 90 and {record["train"]["num_cpu"] for record in matches.values()} == {4}
-    kuka = next(plan for plan in four.plans if plan.env == plans.KUKA)
-    kuka_matches = bench_archive.archivedMatches(archive, four, kuka, four.specs(kuka), {})
-    # the arm's runs of 4 envs archived so far (its grid is being made), and only those
-    assert {record["train"]["num_cpu"] for record in kuka_matches.values()} <= {4}
-    assert len(kuka_matches) == sum(1 for record in archive.values() if record["env"] == plans.KUKA
-                                    and record["train"]["num_cpu"] == 4)
+    # the runs' envs, given to every run (--envs: ppo2's default of 4; 1 finds the runs made before it was the default)
+    one = _settings(["--envs", "1"])
+    assert (before["num_cpu"], recorded.specSettings(one.specs(plan)[0])["num_cpu"]) == (4, 1)
+    for envs, found in ((4, settings), (1, one)):
+        for each in found.plans:  # the runs of that many envs only: 90 on Nav 2D (ground truth's 20 seeds), 75 else
+            matches = bench_archive.archivedMatches(archive, found, each, found.specs(each), {})
+            assert len(matches) == (90 if each.env == MOBILE else 75), (envs, each.env)
+            assert {record["train"]["num_cpu"] for record in matches.values()} == {envs}
     # a later default of train (here the action repeat): every key changes, the committed records are not reused
     original = sweep.trainParser.__wrapped__  # train's parser, not the cached one
 
@@ -507,8 +504,9 @@ def test_a_changed_train_default_changes_the_archive_key(tmp_path, monkeypatch) 
 def test_the_renderer_is_in_the_archive_key(monkeypatch) -> None:
     """The archived runs (recorded before --renderer existed) read as tinyrenderer runs, through args.json's upgrade
     rule, and keep their keys, which --renderer tinyrenderer gives; a run with --renderer sprites, or drawn by sprites as
-    MobileRobot's default, gets another key; so does every run under a later default of train's --renderer."""
-    settings = _settings([])
+    MobileRobot's default, gets another key; so does every run under a later default of train's --renderer. (With one
+    env per run, ppo2's default when the TinyRenderer runs were made.)"""
+    settings = _settings(["--envs", "1"])
     plan = settings.plans[0]
     assert plan.env == MOBILE
     spec = settings.specs(plan)[0]
@@ -571,7 +569,7 @@ def test_an_env_default_renderer_draws_the_benchmarks_runs_and_keys_them(monkeyp
     with monkeypatch.context() as before:  # both defaults before: the reference, tinyrenderer
         before.setattr(MobileRobotGymEnv, "DEFAULT_RENDERER", REFERENCE_RENDERER)
         before.setattr(KukaButtonGymEnv, "DEFAULT_RENDERER", REFERENCE_RENDERER)
-        reference = _settings([])
+        reference = _settings(["--envs", "1"])  # the TinyRenderer runs had one env, ppo2's default then
         mobile, kuka = plansOf(reference)
         assert reference.drawnBy(MOBILE) == reference.drawnBy(plans.KUKA) == "tinyrenderer"
         tiny_keys = {plan.env: keys(reference, plan) for plan in (mobile, kuka)}
@@ -596,7 +594,7 @@ def test_an_env_default_renderer_draws_the_benchmarks_runs_and_keys_them(monkeyp
         assert not set(keys(after, plan)) & set(tiny_keys[plan.env])
         assert all(record["train"]["renderer"] == renderer for record in matches(after, plan).values())
     assert (len(matches(after, mobile)), len(matches(after, kuka))) == (90, 75)  # ground truth's 20 seeds on Nav 2D
-    explicit = _settings(["--renderer", "tinyrenderer"])
+    explicit = _settings(["--envs", "1", "--renderer", "tinyrenderer"])
     for plan in plansOf(explicit):
         assert explicit.drawnBy(plan.env) == "tinyrenderer" and keys(explicit, plan) == tiny_keys[plan.env]
         assert len(matches(explicit, plan)) == tiny_runs[plan.env]

@@ -188,30 +188,26 @@ def test_the_earlier_settings_with_the_most_seeds_then_the_latest_are_compared(t
 
 
 def test_the_committed_archive_compares_each_default_renderer_with_tinyrenderer() -> None:
-    """The comparisons issue 27 needs: every row planned now on MobileRobot (sprites) and Kuka (lowpoly) has archived
-    runs of TinyRenderer that differ from it only by the renderer (on MobileRobot beside its runs of 4 envs, which a
-    comparison takes first), 3 or 5 seeds each (on Kuka, those of its physics version
+    """The comparisons issue 27 needs, among the runs of one env per run (`--envs 1`: ppo2's default when they were
+    made): every row planned now on MobileRobot (sprites) and Kuka (lowpoly) has archived
+    runs of TinyRenderer that differ from it only by the renderer (on MobileRobot and Kuka beside their runs of 4
+    envs, which a comparison takes first), 3 or 5 seeds each (on Kuka, those of its physics version
     2, chosen before version 1's, which also differ by the physics). Raw pixels, made again under ppo2's raw-pixel
     default (clip_range_vf 0.2), compare with their unclipped runs of the same renderer first (5 seeds), and the
     TinyRenderer ones differ by both; raw pixels with --augment shift (DrAC's update now) with RAD's runs of the same
     renderer first."""
     earlier = compare.loadComparison(plans.RUNS_FILE)
-    settings = _settings([])
+    settings = _settings(["--envs", "1"])
     for env, renderer in ((MOBILE, "sprites"), (KUKA, "lowpoly")):
         plan = next(plan for plan in settings.plans if plan.env == env)
         specs = settings.specs(plan)
         groups = compare.earlierGroups(earlier, settings, plan, specs)
-        if env == MOBILE:  # every row's runs with ppo2's default of 4 envs, 2026-12-05: the latest, compared first
-            for observation, found in groups.items():
-                group = compare.chosenGroup(found)
-                assert group.train["num_cpu"] == 4 and len(group.seeds) == (20 if observation == "ground_truth" else 5)
-        # the arm's runs of 4 envs: those archived so far (its grid is being made), apart from the renderer's
-        others_envs = [group for found in groups.values() for group in found
-                       if group.train["num_cpu"] != plans.ARCHIVED_ENVS]
-        assert {group.train["num_cpu"] for group in others_envs} <= {4}
-        assert all(set(group.seeds) <= set(range(20 if env == MOBILE else 5)) for group in others_envs)
+        for observation, found in groups.items():  # every row's runs with 4 envs: the latest, compared first
+            group = compare.chosenGroup(found)
+            assert group.train["num_cpu"] == 4 and len(group.seeds) == (20 if (env, observation) == (
+                MOBILE, "ground_truth") else 5)
         groups = {observation: kept for observation, found in groups.items()
-                  if (kept := [group for group in found if group.train["num_cpu"] == plans.ARCHIVED_ENVS])}
+                  if (kept := [group for group in found if group.train["num_cpu"] == 1])}
         # every row but curl, whose TinyRenderer runs (made on frames t and t+1) were dropped from the archive
         assert len(groups) == 14 and "curl" not in groups
         for observation, found in groups.items():
@@ -236,6 +232,26 @@ def test_the_committed_archive_compares_each_default_renderer_with_tinyrenderer(
             # Kuka's 12 rows run before issue 29's also have physics version 1's runs
             assert others == ([[f"renderer tinyrenderer -> {renderer}", "physics 1 -> 2"]]
                               if env == KUKA and observation not in ("atc", "curl") else [])
+
+
+def test_the_committed_archive_compares_four_envs_per_run_with_one_on_every_task() -> None:
+    """The benchmark's default (ppo2's 4 envs per run) against the runs of one env on every task and row: the same
+    seeds, renderer and physics, only the number of envs differs (the raw-pixel rows: their runs under the same update,
+    the latest of their earlier settings)."""
+    earlier = compare.loadComparison(plans.RUNS_FILE)
+    settings = _settings([])
+    assert [plan.env for plan in settings.plans] == list(plans.PLANS)
+    for plan in settings.plans:
+        specs = settings.specs(plan)
+        groups = compare.earlierGroups(earlier, settings, plan, specs)
+        assert set(groups) == set(settings.observations), plan.env
+        for observation, found in groups.items():
+            planned = bench_archive.withoutSeed(recorded.specSettings(
+                next(spec for spec in specs if plans.specObservation(spec) == observation)))
+            group = compare.chosenGroup(found)
+            changes = compare.settingsChanges(group.train, planned, group.physics, recorded.envPhysics(plan.env))
+            assert changes == ["num_cpu 1 -> 4"], (plan.env, observation, changes)
+            assert group.seeds == sorted(int(spec.seed) for spec in specs if plans.specObservation(spec) == observation)
 
 
 @pytest.mark.parametrize("content, message", [

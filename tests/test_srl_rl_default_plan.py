@@ -9,6 +9,7 @@ from srl_rl_bench import CURVES, MOBILE, writeGrid
 from benchmarks.srl_rl import analysis, cli, plans
 from benchmarks.srl_rl import archive as bench_archive
 from benchmarks.srl_rl import runs as bench_runs
+from rl_baselines.core.registry import defaultEnvs
 
 
 def _settings(argv: list[str]) -> plans.Settings:
@@ -73,24 +74,37 @@ def test_the_committed_archive_holds_every_run_of_the_default_plan() -> None:
     of issue 29 included, ground truth's 20 seeds on Nav 2D) on MobileRobot (sprites), Kuka (physics version 2,
     lowpoly), Nav 1D and the moving target (lowpoly) is in benchmarks/srl_rl_runs.json under the key the current
     settings make; Kuka's records of physics version 1 or of TinyRenderer are not taken for runs of its default, and
-    raw pixels' records are not taken for the runs of raw pixels with --augment shift."""
-    settings = _settings([])
-    assert settings.archive_file == plans.RUNS_FILE
+    raw pixels' records are not taken for the runs of raw pixels with --augment shift. So do the runs of one env per
+    run (`--envs 1`), ppo2's default until 2026-12-05."""
     archive = bench_archive.loadArchive(plans.RUNS_FILE)
-    found = {}
-    for plan in settings.plans:
-        specs = settings.specs(plan)
-        matches = bench_archive.archivedMatches(archive, settings, plan, specs, {})
-        if plan.env in (plans.MOBILE, plans.MOBILE_1D):
+    for argv in ([], ["--envs", "1"]):
+        settings = _settings(argv)
+        assert settings.archive_file == plans.RUNS_FILE and settings.envs == (1 if argv else 4)
+        found = {}
+        for plan in settings.plans:
+            specs = settings.specs(plan)
+            matches = bench_archive.archivedMatches(archive, settings, plan, specs, {})
             planned = {(bench_runs.specObservation(spec), spec.seed) for spec in specs}
-            assert set(matches) == planned, sorted(planned ^ set(matches))
-        found[plan.env] = len(matches)
-    # every run of each grid (the default 5 seeds; ground truth 20 on Nav 2D), Kuka's and the moving target's drawn by
-    # lowpoly (their TinyRenderer runs not taken)
-    assert found == {plans.MOBILE: 90, plans.KUKA: 75, plans.MOBILE_1D: 75, plans.KUKA_MOVING: 75}
+            assert set(matches) == planned, (argv, plan.env, sorted(planned ^ set(matches)))
+            assert {record["train"]["num_cpu"] for record in matches.values()} == {settings.envs}
+            found[plan.env] = len(matches)
+        # every run of each grid (the default 5 seeds; ground truth 20 on Nav 2D), Kuka's and the moving target's
+        # drawn by lowpoly (their TinyRenderer runs not taken)
+        assert found == {plans.MOBILE: 90, plans.KUKA: 75, plans.MOBILE_1D: 75, plans.KUKA_MOVING: 75}, argv
     assert sum(record["env"] == plans.KUKA and record.get("physics", 1) == 1 for record in archive.values()) == 36
     assert sum(record["env"] == plans.KUKA and record.get("physics", 1) == 2 and record["train"]["renderer"] ==
                "tinyrenderer" for record in archive.values()) == 70  # (curl's 5 dropped: made on frames t, t+1)
+
+
+def test_every_run_gets_ppo2s_default_envs_by_name() -> None:
+    """The runs take ppo2's default number of envs, given on each command line (its archive key holds it, so a later
+    default of train finds the archived runs still); --envs N gives N."""
+    assert plans.RUN_ENVS == defaultEnvs(plans.ALGO) == 4
+    for argv, envs in (([], "4"), (["--envs", "1"], "1")):
+        settings = _settings(argv)
+        for plan in settings.plans:
+            for command in settings.gridCommands(plan):
+                assert command[command.index("--num-cpu") + 1] == envs
 
 
 def test_a_fresh_clone_reports_the_committed_archive(tmp_path, monkeypatch, capsys) -> None:

@@ -20,9 +20,7 @@ from benchmarks.documents import addResultsArguments, checkDocument, machineDesc
 from benchmarks.srl_rl.archive import collectRuns, loadArchive, recordRuns
 from benchmarks.srl_rl.compare import loadComparison
 from benchmarks.srl_rl.plans import (
-    ALGO,
     ARCHIVE_NAME,
-    ARCHIVED_ENVS,
     BUDGET_NOTE,
     DEFAULT_BENCH_DIR,
     DOC_FILE,
@@ -33,6 +31,7 @@ from benchmarks.srl_rl.plans import (
     QUICK_OBSERVATIONS,
     QUICK_PLANS,
     ROOT,
+    RUN_ENVS,
     RUNS_FILE,
     Settings,
     derivedPlan,
@@ -44,7 +43,6 @@ from benchmarks.srl_rl.running import runEverything
 from environments import rendererRefusal
 from environments.registry import defaultRenderersText
 from environments.srl_env import RENDERERS
-from rl_baselines.core.registry import defaultEnvs
 from rl_baselines.sweeps.executors import checkRayAddress
 from rl_baselines.sweeps.sweep import canonicalPath
 from srl_models import prepare
@@ -129,9 +127,9 @@ def buildParser() -> CLIParser:
     parser.add_argument("--srl-epochs", type=positiveInt, default=None, help="SRL training epochs [prepare's per env]")
     parser.add_argument("--srl-episodes", type=positiveInt, default=None, help="dataset episodes [prepare's per env]")
     parser.add_argument("--workers", type=positiveInt, default=2, help="runs at a time [2]")
-    parser.add_argument("--envs", type=envCount, default=ARCHIVED_ENVS, metavar="N",
-                        help=f"envs per ppo2 run (train's --num-cpu) [{ARCHIVED_ENVS}: the archived runs'; ppo2's "
-                             f"default, {defaultEnvs(ALGO)}, makes every row again]")
+    parser.add_argument("--envs", type=envCount, default=RUN_ENVS, metavar="N",
+                        help=f"envs per ppo2 run (train's --num-cpu) [{RUN_ENVS}: ppo2's default; 1 finds the runs "
+                             "archived with one env, ppo2's default until 2026-12-05]")
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
                         help="where the pipeline runs the runs: local processes, or Ray tasks on a cluster "
                              "(pip install 'srl-toolbox[ray]'; prepare still runs here) [local]")

@@ -45,9 +45,10 @@ KUKA = "KukaButtonGymEnv-v0"
 MOBILE_1D = "MobileRobot1DGymEnv-v0"
 KUKA_MOVING = "KukaMovingButtonGymEnv-v0"
 ALGO = "ppo2"
-# ppo2's envs per run (train's --num-cpu) in every archived run: its default until 2026-12-05 (now 4, docs/srl.md,
-# "Four envs per update"); given to every run, so the archive's runs stay this plan's until --envs 4 makes them again
-ARCHIVED_ENVS = 1
+# Envs per run (train's --num-cpu): ppo2's default, given to every run so that a later default of train changes no
+# archived run; --envs 1 finds the runs made with one env (ppo2's default until 2026-12-05, docs/srl.md, "Four envs
+# per update")
+RUN_ENVS = 4
 GROUND_TRUTH = "ground_truth"
 RAW_PIXELS = "raw_pixels"
 GT_SCALE = "srl_splits_gt_scale"
@@ -467,7 +468,7 @@ class Settings:
     executor: str = "local"
     ray_address: str | None = None
     renderer: str | None = None
-    envs: int = ARCHIVED_ENVS
+    envs: int = RUN_ENVS
 
     @property
     def config_file(self) -> str:

@@ -154,12 +154,12 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
     :param texts: env -> verdict sentences
     :param images: env -> the PNG path relative to the document (an env without a finished run has none, nor any
         env when no figure is drawn)
-    :param facts: command, seeds, machine, wall, thresholds (env -> value or None), commands (list of str),
-        archived (env -> the sentence about its archived runs, for the envs that have some), archive (the archive
-        file as shown, None without one), variants (name -> description, of the variants among the rows), overview
-        (the subsections over the tasks, overview.overviewSection; optional), comparisons (env -> the subsection
-        against earlier runs, compare.comparisonSection; optional), renderer (the sentence about the envs that do
-        not offer ``--renderer``; optional), renderers (env -> the ``--renderer`` its commands get; optional),
+    :param facts: command, seeds, envs (per run), machine, wall, thresholds (env -> value or None), commands (list
+        of str), archived (env -> the sentence about its archived runs, for the envs that have some), archive (the
+        archive file as shown, None without one), variants (name -> description, of the variants among the rows),
+        overview (the subsections over the tasks, overview.overviewSection; optional), comparisons (env -> the
+        subsection against earlier runs, compare.comparisonSection; optional), renderer (the sentence about the envs
+        that do not offer ``--renderer``; optional), renderers (env -> the ``--renderer`` its commands get; optional),
         unplanned (the envs without a plan that have archived runs and are not reported; optional)
     :return: the section's content, without its heading (:data:`SECTION_TITLE`)
     """
@@ -175,7 +175,8 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
         f"Written by `{facts['command']}`{makeNote('bench-srl-rl', facts['command'])}; re-running it replaces this "
         "section and does only "
         f"what is missing (datasets, models and runs whose settings did not change are reused).{reuse} ppo2 with its "
-        f"default hyperparameters learns each task from each observation, {facts['seeds']} seeds each"
+        f"default hyperparameters and {plans.counted(facts['envs'], 'env')} per run (train's --num-cpu) learns each "
+        f"task from each observation, {facts['seeds']} seeds each"
         f"{groundTruthSeedsNote(facts.get('ground_truth_seeds', {}))}; every learned "
         "model of an env is trained on the same dataset by `python -m srl_models.prepare`, with its per-env defaults. A "
         "deterministic evaluation (separate env, same wrappers, normalisation statistics of the training env) runs "
@@ -377,7 +378,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
         print(f"\n{overview}", flush=True)
         if image_dir is not None and scoredTasks(rows_by_task):  # drawn only over tasks with a reference
             print(f"Figure: {os.path.relpath(summary_png)}")
-    facts = {"command": command, "seeds": settings.seeds, "machine": machine, "wall": wall,
+    facts = {"command": command, "seeds": settings.seeds, "envs": settings.envs, "machine": machine, "wall": wall,
              "ground_truth_seeds": {plan.task: count for plan, count in settings.groundTruthSeeds(reported).items()},
              "thresholds": thresholds, "commands": commands, "archived": notes_archive, "continued": notes_continued,
              "archive": displayPath(settings.archive_file) if settings.archive_file else None,
@@ -397,13 +398,13 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
     if missing:
         print(f"{missing} expected run(s) have not finished: the same command again runs only those")
     elif append and fresh:
-        notes = (f"ppo2 (default hyperparameters, one env and one torch thread per run, {settings.workers} runs at a "
-                 f"time, niceness {settings.nice}) on each observation, as the command ran it: steps/s = "
-                 "training steps per second of the run's monitor clock (env creation to the last episode, the "
-                 "periodic evaluations included; runs continued after a stop left out), wall time = the whole train "
-                 "command (start-up, SRL model loading and evaluations included; a continued run's attempts "
-                 f"summed), means over the runs. Wall time of the whole benchmark: {wall}. Load "
-                 f"average at the end: {os.getloadavg()[0]:.1f} (other work shared the machine when it is above "
+        notes = (f"ppo2 (default hyperparameters, {plans.counted(settings.envs, 'env')} and one torch thread per run, "
+                 f"{settings.workers} runs at a time, niceness {settings.nice}) on each observation, as the command "
+                 "ran it: steps/s = training steps per second of the run's monitor clock (env creation to the last "
+                 "episode, the periodic evaluations included; runs continued after a stop left out), wall time = the "
+                 "whole train command (start-up, SRL model loading and evaluations included; a continued run's "
+                 f"attempts summed), means over the runs. Wall time of the whole benchmark: {wall}. Load average at "
+                 f"the end: {os.getloadavg()[0]:.1f} (other work shared the machine when it is above "
                  f"{settings.workers}).")
         if any(record.archived for record in listed):
             notes += (" The runs of these envs archived by earlier invocations (a benchmark longer than a session) are "
