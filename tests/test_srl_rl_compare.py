@@ -189,13 +189,12 @@ def test_the_earlier_settings_with_the_most_seeds_then_the_latest_are_compared(t
 
 def test_the_committed_archive_compares_each_default_renderer_with_tinyrenderer() -> None:
     """The comparisons issue 27 needs, among the runs of one env per run (`--envs 1`: ppo2's default when they were
-    made): every row planned now on MobileRobot (sprites) and Kuka (lowpoly) has archived
-    runs of TinyRenderer that differ from it only by the renderer (on MobileRobot and Kuka beside their runs of 4
-    envs, which a comparison takes first), 3 or 5 seeds each (on Kuka, those of its physics version
-    2, chosen before version 1's, which also differ by the physics). Raw pixels, made again under ppo2's raw-pixel
-    default (clip_range_vf 0.2), compare with their unclipped runs of the same renderer first (5 seeds), and the
-    TinyRenderer ones differ by both; raw pixels with --augment shift (DrAC's update now) with RAD's runs of the same
-    renderer first."""
+    made): every row planned now on MobileRobot (sprites) and Kuka (lowpoly) has archived runs of TinyRenderer that
+    differ from it only by the renderer (beside their runs of 4 envs, which a comparison takes first), 3 or 5 seeds
+    each (on Kuka, those of its physics version 2, chosen before version 1's, which also differ by the physics). Raw
+    pixels, made again under ppo2's raw-pixel default (clip_range_vf 0.2), compare with their unclipped runs of the same
+    renderer first (5 seeds), and the TinyRenderer ones differ by both; raw pixels with --augment shift (DrAC's update
+    now) with RAD's runs of the same renderer first."""
     earlier = compare.loadComparison(plans.RUNS_FILE)
     settings = _settings(["--envs", "1"])
     for env, renderer in ((MOBILE, "sprites"), (KUKA, "lowpoly")):
