@@ -33,6 +33,13 @@ def _settings(argv: list[str]) -> plans.Settings:
     return cli.settingsFrom(cli.buildParser().parse_args(argv))
 
 
+def _plannedSettings(specs: list, observation: str) -> dict:
+    """:return: the train settings of the observation's planned runs, without the seed (what an earlier group's
+    settings are compared with)"""
+    return bench_archive.withoutSeed(recorded.specSettings(
+        next(spec for spec in specs if plans.specObservation(spec) == observation)))
+
+
 def _finishedBench(settings: plans.Settings, env: str, curves: dict[str, list[list[float]]], finished_at: str,
                    dataset: str = "data/d") -> str:
     """Every run of the env's grid finished in the settings' bench folder (``curves``), and the vae they used registered
@@ -210,8 +217,7 @@ def test_the_committed_archive_compares_each_default_renderer_with_tinyrenderer(
         # every row but curl, whose TinyRenderer runs (made on frames t and t+1) were dropped from the archive
         assert len(groups) == 14 and "curl" not in groups
         for observation, found in groups.items():
-            planned = bench_archive.withoutSeed(recorded.specSettings(
-                next(spec for spec in specs if plans.specObservation(spec) == observation)))
+            planned = _plannedSettings(specs, observation)
             group = compare.chosenGroup(found)
             assert group.seeds in ([0, 1, 2], [0, 1, 2, 3, 4])  # TinyRenderer ran 3 seeds, or 5 for some rows
             changes = compare.settingsChanges(group.train, planned, group.physics, recorded.envPhysics(env))
@@ -245,8 +251,7 @@ def test_the_committed_archive_compares_four_envs_per_run_with_one_on_every_task
         groups = compare.earlierGroups(earlier, settings, plan, specs)
         assert set(groups) == set(settings.observations), plan.env
         for observation, found in groups.items():
-            planned = bench_archive.withoutSeed(recorded.specSettings(
-                next(spec for spec in specs if plans.specObservation(spec) == observation)))
+            planned = _plannedSettings(specs, observation)
             group = compare.chosenGroup(found)
             changes = compare.settingsChanges(group.train, planned, group.physics, recorded.envPhysics(plan.env))
             assert changes == ["num_cpu 1 -> 4"], (plan.env, observation, changes)
