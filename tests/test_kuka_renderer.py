@@ -25,7 +25,7 @@ from environments import getEnvClass, registered_env, rendererRefusal
 from environments.dataset_generator import generate
 from environments.generator_config import GeneratorConfig
 from environments.kuka import make_lowpoly
-from environments.kuka.floor import HIDDEN, cameraImage
+from environments.kuka.background import cameraImage, setVisible
 from environments.srl_env import FRESH_WORLD, RENDERERS
 from srl_toolbox.cli import UsageError
 
@@ -142,46 +142,54 @@ def _withinJitter(drawn: np.ndarray, reference: np.ndarray) -> bool:
 
 
 @pytest.mark.parametrize("env_id", [KUKA, *VARIANTS])
-def test_lowpoly_draws_the_floor_once_per_camera_and_its_frames_are_tinyrenderers(env_id: str) -> None:
-    """The floor image put where nothing was drawn gives TinyRenderer's pixels with the plane drawn in the scene, for
-    every camera (both views, the observation's size and render()'s), also after the scene is rebuilt. Identical up
-    to TinyRenderer's own jitter: drawing one state again right away now and then gives a pixel 1 level off (about
-    one frame in 800 at 128x128, with the plane drawn or not; the frames of two runs with the same seed are equal),
-    so a frame may differ by that much, and most are equal."""
-    env = getEnvClass(env_id)(srl_model="raw_pixels", random_target=True, is_discrete=False, multi_view=True,
-                              render_mode="rgb_array", render_size=128, renderer="lowpoly")
-    client, plane = env._p, env._plane_uid
+def test_lowpoly_draws_the_static_bodies_once_per_camera_and_its_frames_are_tinyrenderers(env_id: str) -> None:
+    """The floor and table image, put wherever it is nearer than the rest of the scene, gives TinyRenderer's pixels
+    with the plane and the table drawn in the scene, for every camera (both views, the observation's size and
+    render()'s), while the gripper goes down to the buttons and the table, also after the scene is rebuilt. Identical
+    up to TinyRenderer's own jitter: drawing one state again right away now and then gives a pixel 1 level off (about
+    one frame in 800 at 128x128, with the static bodies drawn or not; the frames of two runs with the same seed are
+    equal), so a frame may differ by that much, and most are equal."""
+    env = getEnvClass(env_id)(srl_model="raw_pixels", random_target=True, multi_view=True, render_mode="rgb_array",
+                              render_size=128, renderer="lowpoly")
+    client, static = env._p, (env._plane_uid, env._table_uid)
     cameras = [(env._view_matrix, 64, env._obs_projection), (env._view_matrix_2, 64, env._obs_projection),
                (env._view_matrix, 128, env._render_projection)]
-    actions = np.random.default_rng(11).uniform(-1.0, 1.0, (20, 3))  # 10 steps before the scene is rebuilt, 10 after
+    # 16 discrete moves (3 cm) before the scene is rebuilt, 16 after; the last 12 of each straight down, onto a
+    # button or the table
+    actions = np.random.default_rng(11).integers(0, 6, 32)
+    actions[4:16] = actions[20:32] = 4
     env.reset(seed=4)
-    floor_pixels = frames = equal = 0
+    static_pixels = frames = equal = contacts = 0
     for index, action in enumerate(actions):
         if index == len(actions) // 2:
-            env.reset(seed=5, options={FRESH_WORLD: True})  # the rebuilt scene hides its new plane too
+            env.reset(seed=5, options={FRESH_WORLD: True})  # the rebuilt scene hides its new plane and table too
         for view, side, projection in cameras:
             drawn = env._cameraImage(view, side, side, projection)
-            scene = cameraImage(client, view, side, side, projection)[0]  # the plane hidden: no floor
-            client.changeVisualShape(plane, -1, rgbaColor=[1.0, 1.0, 1.0, 1.0])
+            scene = cameraImage(client, view, side, side, projection)[0]  # the static bodies hidden
+            for uid in static:
+                setVisible(client, uid, True)
             reference = cameraImage(client, view, side, side, projection)[0]
-            client.changeVisualShape(plane, -1, rgbaColor=list(HIDDEN))
+            for uid in static:
+                setVisible(client, uid, False)
             frames += 1
             equal += _withinJitter(drawn, reference)
             if side == 128:
                 equal += _withinJitter(env.render(), reference)
                 frames += 1
-            floor_pixels += int((scene != drawn).any(axis=2).sum())
-        observation, _, terminated, truncated, _ = env.step(action)
+            static_pixels += int((scene != drawn).any(axis=2).sum())
+        observation, reward, terminated, truncated, info = env.step(action)
+        contacts += reward > 0 or info["hit_table"]
         np.testing.assert_array_equal(observation[:, :, :3], _image(env))
         if terminated or truncated:
             env.reset(seed=index)
-    # the floor is in every frame, and came from the floor image
-    assert floor_pixels > len(actions) * len(cameras) * 100
+    assert contacts > 0  # the gripper pressed a button or touched the table
+    # the floor and the table are in every frame, and came from the background image
+    assert static_pixels > len(actions) * len(cameras) * 1000
     assert equal >= frames - 3, f"{frames - equal} of {frames} frames differ by TinyRenderer's jitter"
     env.close()
     for renderer, composites in ((None, True), ("tinyrenderer", False)):  # lowpoly is the default; the reference
-        other = getEnvClass(env_id)(srl_model="ground_truth", renderer=renderer)  # draws the plane every frame
-        assert (other._floor is not None) == composites
+        other = getEnvClass(env_id)(srl_model="ground_truth", renderer=renderer)  # draws every body every frame
+        assert (other._background is not None) == composites
         other.close()
 
 

@@ -34,7 +34,7 @@ import gymnasium as gym
 import numpy as np
 
 from environments.bullet import BulletClient, pybullet, pybullet_data, silencedCOutput
-from environments.kuka.floor import HIDDEN, PLANE_URDF, FloorImages, cameraImage
+from environments.kuka.background import PLANE_URDF, TABLE_URDF, StaticBackground, cameraImage, setVisible
 from environments.srl_env import ENVIRONMENT_SRL_MODES, FRESH_WORLD, SRLGymEnv, discreteActionIndex
 
 # URDFs are resolved from this file, never from the current directory.
@@ -82,8 +82,8 @@ class KukaButtonGymEnv(SRLGymEnv):
         reference: pybullet_data's meshes, ~14,800 triangles) or "lowpoly" (the same SDF with its visual meshes
         decimated to a tenth, environments/kuka/lowpoly/; collision meshes, masses and inertias are the original's,
         so physics is bit-identical and only the images differ, within the bounds of tests/test_kuka_renderer.py;
-        the static floor is drawn once per camera and put where nothing else was drawn, which changes no pixel:
-        environments/kuka/floor.py); None: the class's DEFAULT_RENDERER
+        the static floor and table are drawn once per camera and put wherever they are nearer than the rest, which
+        changes no pixel: environments/kuka/background.py); None: the class's DEFAULT_RENDERER
     :param kwargs: the SRLGymEnv keywords: srl_model ("ground_truth": effector xyz, relative to the target when
         relative_pos; "joints": the 7 arm joint angles; "joints_position": those angles then the ground truth;
         "raw_pixels" or a learned model: uint8 images), relative_pos, is_discrete, action_joints, random_target
@@ -190,7 +190,7 @@ class KukaButtonGymEnv(SRLGymEnv):
                  physics: str = "default", renderer: str | None = None, **kwargs: Any) -> None:
         # Set first so that close() works whatever fails below.
         self._p: BulletClient | None = None
-        self._floor: FloorImages | None = None
+        self._background: StaticBackground | None = None
         super().__init__(renderer=renderer, **kwargs)
         renderer = self.renderer
         if physics not in self.SOLVER:
@@ -234,8 +234,10 @@ class KukaButtonGymEnv(SRLGymEnv):
 
         with silencedCOutput():
             self._p = BulletClient(connection_mode=pybullet.GUI if self.renders else pybullet.DIRECT)
-        # lowpoly draws the floor once per camera (environments/kuka/floor.py); the GUI's own view keeps it
-        self._floor = FloorImages(self.PLANE_POS) if renderer == "lowpoly" and not self.renders else None
+        # lowpoly draws the floor and the table once per camera (environments/kuka/background.py); the GUI keeps them
+        data = pybullet_data.getDataPath()
+        static = ((os.path.join(data, PLANE_URDF), self.PLANE_POS), (os.path.join(data, TABLE_URDF), self.TABLE_POS))
+        self._background = StaticBackground(static) if renderer == "lowpoly" and not self.renders else None
         self._bindPyBullet()
         self._buildScene()
         self._setupCameras(width, height)
@@ -278,10 +280,10 @@ class KukaButtonGymEnv(SRLGymEnv):
         p.setGravity(0.0, 0.0, self.GRAVITY)
         data = pybullet_data.getDataPath()
         self._plane_uid = p.loadURDF(os.path.join(data, PLANE_URDF), list(self.PLANE_POS), useFixedBase=True)
-        if self._floor is not None:
-            p.changeVisualShape(self._plane_uid, -1, rgbaColor=list(HIDDEN))
-        self._table_uid = p.loadURDF(os.path.join(data, "table", "table.urdf"), list(self.TABLE_POS),
-                                     useFixedBase=True)
+        self._table_uid = p.loadURDF(os.path.join(data, TABLE_URDF), list(self.TABLE_POS), useFixedBase=True)
+        if self._background is not None:
+            for uid in (self._plane_uid, self._table_uid):
+                setVisible(p, uid, False)
         self._robot_uid = self._loadRobot(data)
         p.resetBasePositionAndOrientation(self._robot_uid, list(self.ROBOT_POS), [0.0, 0.0, 0.0, 1.0])
         self._button_uids = [p.loadURDF(os.path.join(URDF_DIR, urdf), list(position), useFixedBase=True)
@@ -489,8 +491,8 @@ class KukaButtonGymEnv(SRLGymEnv):
 
     def close(self) -> None:
         """Disconnect this env's PyBullet clients (safe to call twice)."""
-        if self._floor is not None:
-            self._floor.close()
+        if self._background is not None:
+            self._background.close()
         if self._p is not None:
             self._p.disconnect()
             self._p = None
@@ -579,8 +581,8 @@ class KukaButtonGymEnv(SRLGymEnv):
 
     def _cameraImage(self, view_matrix: Any, width: int, height: int, projection_matrix: Any) -> np.ndarray:
         rgb, depth = cameraImage(self._p, view_matrix, width, height, projection_matrix)
-        if self._floor is not None:
-            rgb = self._floor.composite(rgb, depth, view_matrix, projection_matrix)
+        if self._background is not None:
+            rgb = self._background.composite(rgb, depth, view_matrix, projection_matrix)
         return np.ascontiguousarray(rgb)
 
     def _observation(self) -> np.ndarray | dict[str, np.ndarray]:
