@@ -55,7 +55,7 @@ def setVisible(client: BulletClient, uid: int, visible: bool) -> None:
     :param client: the body's PyBullet client
     :param uid: the unique id of a static body (PLANE_URDF's or TABLE_URDF's: one link, whose shapes' rgba is
         VISIBLE)
-    :param visible: VISIBLE or HIDDEN
+    :param visible: True: rgba VISIBLE; False: HIDDEN
     """
     client.changeVisualShape(uid, -1, rgbaColor=list(VISIBLE if visible else HIDDEN))
 
