@@ -7,8 +7,8 @@ look: they never move, a camera is fixed and TinyRenderer draws no shadows. So t
 :class:`StaticBackground` draws them alone, once per camera (view, projection and size), in a PyBullet client of its
 own, keeping the image and its depth buffer. A frame is then the scene without them, with the background's pixel
 wherever the background is nearer than what the scene drew there: the depth test TinyRenderer makes when it draws
-every body in one scene. At equal depth the scene's pixel is kept, as TinyRenderer keeps a later body's, and the
-static bodies are loaded before every other.
+every body in one scene. At equal depth the scene's pixel is kept (where neither drew anything, both are the clear
+colour).
 
 Invariant: the frame is TinyRenderer's with the static bodies drawn in the scene, pixel for pixel, because a pixel's
 colour comes from the nearest body's triangle alone (no shadows, no blending) and its depth is computed the same way
