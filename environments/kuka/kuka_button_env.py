@@ -235,9 +235,8 @@ class KukaButtonGymEnv(SRLGymEnv):
         with silencedCOutput():
             self._p = BulletClient(connection_mode=pybullet.GUI if self.renders else pybullet.DIRECT)
         # lowpoly draws the floor and the table once per camera (environments/kuka/background.py); the GUI keeps them
-        data = pybullet_data.getDataPath()
-        static = ((os.path.join(data, PLANE_URDF), self.PLANE_POS), (os.path.join(data, TABLE_URDF), self.TABLE_POS))
-        self._background = StaticBackground(static) if renderer == "lowpoly" and not self.renders else None
+        self._background = (StaticBackground(self._staticBodies()) if renderer == "lowpoly" and not self.renders
+                            else None)
         self._bindPyBullet()
         self._buildScene()
         self._setupCameras(width, height)
@@ -270,6 +269,12 @@ class KukaButtonGymEnv(SRLGymEnv):
         self._inverseKinematics = bind(pybullet.calculateInverseKinematics, physicsClientId=client)
         self._teleport = bind(pybullet.resetBasePositionAndOrientation, physicsClientId=client)
 
+    def _staticBodies(self) -> tuple[tuple[str, tuple[float, float, float]], ...]:
+        """:return: (URDF path, position) of the bodies that never move, plane then table: the scene loads them (fixed
+        base), lowpoly's background draws them"""
+        data = pybullet_data.getDataPath()
+        return (os.path.join(data, PLANE_URDF), self.PLANE_POS), (os.path.join(data, TABLE_URDF), self.TABLE_POS)
+
     def _buildScene(self) -> None:
         """Load plane, table, arm and buttons, bring the arm to its rest pose and save that state for resets."""
         p = self._p
@@ -279,8 +284,8 @@ class KukaButtonGymEnv(SRLGymEnv):
         p.setTimeStep(self.TIME_STEP)
         p.setGravity(0.0, 0.0, self.GRAVITY)
         data = pybullet_data.getDataPath()
-        self._plane_uid = p.loadURDF(os.path.join(data, PLANE_URDF), list(self.PLANE_POS), useFixedBase=True)
-        self._table_uid = p.loadURDF(os.path.join(data, TABLE_URDF), list(self.TABLE_POS), useFixedBase=True)
+        self._plane_uid, self._table_uid = (p.loadURDF(path, list(position), useFixedBase=True)
+                                            for path, position in self._staticBodies())
         if self._background is not None:
             for uid in (self._plane_uid, self._table_uid):
                 setVisible(p, uid, False)
