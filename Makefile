@@ -84,6 +84,7 @@ bench: install
 	$(PY) -m benchmarks.train_speed
 	$(PY) -m benchmarks.srl_speed
 	$(PY) -m benchmarks.encoder_speed
+	$(PY) -m benchmarks.pixel_update_speed
 	$(PY) -m benchmarks.vec_env_speed
 	$(PY) -m benchmarks.shared_cores
 	$(PY) -m benchmarks.sweep_speed

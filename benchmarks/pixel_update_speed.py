@@ -1,0 +1,210 @@
+"""ppo2's update from raw pixels on the CPU: what one sample costs in an epoch of minibatches, and the ceiling that
+puts on ppo2's steps/s, per features extractor, minibatch size, torch threads and precision.
+
+The policy is SB3's ``ActorCriticCnnPolicy`` as ppo2 builds it from raw pixels (3 x size x size images, the features
+extractor of ``--features-extractor``: ``rl_baselines.rl_algorithm.image_features``), for MobileRobot's 4 discrete
+actions, with random weights. A minibatch step is what SB3's ``PPO.train`` does for each minibatch, at ppo2's
+raw-pixel hyperparameters (``PPO2Model.HYPERPARAMS``, the pixel defaults included): ``evaluate_actions`` on images of
+0-255 (the policy scales them), the advantages normalised over the minibatch, the clipped surrogate, the clipped
+value loss and the entropy bonus, ``backward``, the gradient clipped at ``max_grad_norm``, Adam's step. Images,
+actions, advantages, returns and old log-probabilities are random: the time does not depend on them.
+
+Variants, each timed over ``--steps`` minibatch steps after a warm-up, alternated over ``--repeats`` rounds (median
+kept): each extractor of ``--extractors`` at each minibatch size of ``--batch-sizes`` and each torch thread count of
+``--threads``, in float32; then NatureCNN at ppo2's minibatch size under bfloat16 autocast (weights, gradients and
+Adam in float32), at each thread count.
+
+Per variant: ms per minibatch, ms per sample, and the ceiling: ppo2's steps/s if a step cost nothing but its share
+of the update, ``1000 / (n_epochs x ms per sample)`` at ppo2's ``n_epochs`` (each env step's sample is trained on
+once per epoch): whatever the env and the rollout's forward passes cost, a run is slower. Nothing is asserted.
+Usage: ``python -m benchmarks.pixel_update_speed [--size 64] [--steps 40] [--repeats 3] [--threads 1 2]
+[--batch-sizes 64 128 256] [--extractors nature small] [--no-append]`` (also run by ``make bench``).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from stable_baselines3.common.policies import ActorCriticCnnPolicy
+from torch.nn import functional
+
+from benchmarks.documents import (
+    addResultsArguments,
+    appendReport,
+    loadNow,
+    loadSpanText,
+    machineDescription,
+    recordedCommand,
+    resultsPath,
+)
+from benchmarks.encoder_speed import threads
+from rl_baselines.core.hyperparams import plainValues
+from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS
+from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+from srl_toolbox.cli import CLIParser, positiveInt, runCommand
+
+N_ACTIONS = 4  # MobileRobotGymEnv-v0's discrete actions
+WARM_UP = 5
+SIZES = (36, 48, 64, 84, 128)  # NatureCNN takes 36x36 and more
+# ppo2's hyperparameters from raw pixels, as a run of train gets them (each pixel default where there is one)
+PIXEL_HYPERPARAMS = plainValues({name: spec.default if spec.pixel_default is None else spec.pixel_default
+                                 for name, spec in PPO2Model.HYPERPARAMS.items()})
+
+
+def pixelPolicy(size: int, extractor: str) -> ActorCriticCnnPolicy:
+    """:return: SB3's CnnPolicy of 3 x size x size uint8 images with the named features extractor, random weights"""
+    torch.manual_seed(0)
+    space = gym.spaces.Box(0, 255, (3, size, size), np.uint8)
+    rate = PIXEL_HYPERPARAMS["learning_rate"]
+    return ActorCriticCnnPolicy(space, gym.spaces.Discrete(N_ACTIONS), lambda _: rate,
+                                features_extractor_class=FEATURES_EXTRACTORS[extractor])
+
+
+def randomMinibatch(size: int, batch: int) -> dict[str, torch.Tensor]:
+    """:return: a minibatch as SB3's rollout buffer gives one: float images of 0-255, actions, old values (zeros) and
+    log-probabilities, advantages and returns"""
+    generator = torch.Generator().manual_seed(0)
+    return {"observations": torch.randint(0, 256, (batch, 3, size, size), generator=generator).float(),
+            "actions": torch.randint(0, N_ACTIONS, (batch,), generator=generator),
+            # the value head starts near 0, so the clipped value loss keeps its gradient, as in a rollout's first epoch
+            "old_values": torch.zeros(batch),
+            "old_log_prob": -torch.rand(batch, generator=generator) * np.log(N_ACTIONS),
+            "advantages": torch.randn(batch, generator=generator),
+            "returns": torch.randn(batch, generator=generator)}
+
+
+def minibatchStep(policy: ActorCriticCnnPolicy, data: dict[str, torch.Tensor], bfloat16: bool = False) -> float:
+    """
+    One minibatch of SB3's ``PPO.train`` at ppo2's raw-pixel hyperparameters (the module docstring).
+
+    :param bfloat16: the forward pass and the losses under bfloat16 autocast
+    :return: the minibatch's loss
+    """
+    hyper = PIXEL_HYPERPARAMS
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bfloat16):
+        values, log_prob, entropy = policy.evaluate_actions(data["observations"], data["actions"])
+        values, log_prob = values.flatten().float(), log_prob.float()
+        advantages = (data["advantages"] - data["advantages"].mean()) / (data["advantages"].std() + 1e-8)
+        ratio = torch.exp(log_prob - data["old_log_prob"])
+        clip = hyper["clip_range"]
+        policy_loss = -torch.min(advantages * ratio, advantages * torch.clamp(ratio, 1 - clip, 1 + clip)).mean()
+        clip_vf = hyper["clip_range_vf"]
+        predicted = values if clip_vf is None else (
+            data["old_values"] + torch.clamp(values - data["old_values"], -clip_vf, clip_vf))
+        value_loss = functional.mse_loss(data["returns"], predicted)
+        loss = policy_loss - hyper["ent_coef"] * entropy.float().mean() + hyper["vf_coef"] * value_loss
+    policy.optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(policy.parameters(), hyper["max_grad_norm"])
+    policy.optimizer.step()
+    return float(loss.detach())
+
+
+def millisecondsPerStep(policy: ActorCriticCnnPolicy, data: dict[str, torch.Tensor], steps: int,
+                        bfloat16: bool) -> float:
+    """:return: the mean wall time of a minibatch step in ms, after :data:`WARM_UP` steps"""
+    for _ in range(WARM_UP):
+        minibatchStep(policy, data, bfloat16)
+    start = time.perf_counter()
+    for _ in range(steps):
+        minibatchStep(policy, data, bfloat16)
+    return 1e3 * (time.perf_counter() - start) / steps
+
+
+def variantsOf(extractors: list[str], batch_sizes: list[int], thread_counts: list[int]) -> list[dict[str, Any]]:
+    """:return: the measured variants (the module docstring), each as extractor, batch, threads and bfloat16"""
+    variants = [{"extractor": extractor, "batch": batch, "threads": count, "bfloat16": False}
+                for extractor in extractors for batch in batch_sizes for count in thread_counts]
+    variants += [{"extractor": DEFAULT_FEATURES_EXTRACTOR, "batch": PIXEL_HYPERPARAMS["batch_size"], "threads": count,
+                  "bfloat16": True} for count in thread_counts]
+    return variants
+
+
+def measure(size: int, variants: list[dict[str, Any]], steps: int, repeats: int) -> list[dict[str, Any]]:
+    """:return: each variant with its median ``ms`` per minibatch step"""
+    times: list[list[float]] = [[] for _ in variants]
+    policies = {extractor: pixelPolicy(size, extractor) for extractor in {variant["extractor"] for variant in variants}}
+    batches = {batch: randomMinibatch(size, batch) for batch in {variant["batch"] for variant in variants}}
+    for round_index in range(repeats):
+        order = range(len(variants)) if round_index % 2 == 0 else reversed(range(len(variants)))
+        for index in order:
+            variant = variants[index]
+            with threads(variant["threads"]):
+                times[index].append(millisecondsPerStep(policies[variant["extractor"]], batches[variant["batch"]],
+                                                        steps, variant["bfloat16"]))
+    return [{**variant, "ms": statistics.median(values)} for variant, values in zip(variants, times)]
+
+
+def ceiling(ms_per_sample: float) -> float:
+    """:return: ppo2's steps/s if a step cost only its share of the update (``n_epochs`` x a sample's time)"""
+    return 1e3 / (PIXEL_HYPERPARAMS["n_epochs"] * ms_per_sample)
+
+
+def formatTable(rows: list[dict[str, Any]]) -> str:
+    """:return: the variants' table, each with its ms per minibatch and per sample and its ceiling"""
+    epochs = PIXEL_HYPERPARAMS["n_epochs"]
+    lines = ["| features extractor | precision | minibatch | torch threads | ms per minibatch | ms per sample | "
+             f"ceiling: ppo2 steps/s at {epochs} epochs |", "|---|---|---:|---:|---:|---:|---:|"]
+    for row in rows:
+        per_sample = row["ms"] / row["batch"]
+        precision = "bfloat16 autocast" if row["bfloat16"] else "float32"
+        lines.append(f"| {row['extractor']} | {precision} | {row['batch']} | {row['threads']} | {row['ms']:.2f} | "
+                     f"{per_sample:.3f} | {ceiling(per_sample):,.0f} |")
+    return "\n".join(lines)
+
+
+def defaultCeilings(rows: list[dict[str, Any]]) -> str:
+    """:return: the ceiling of ppo2's default update (NatureCNN, float32, its minibatch size) per thread count"""
+    default = [row for row in rows if row["extractor"] == DEFAULT_FEATURES_EXTRACTOR and not row["bfloat16"]
+               and row["batch"] == PIXEL_HYPERPARAMS["batch_size"]]
+    parts = [f"{ceiling(row['ms'] / row['batch']):,.0f} steps/s on {row['threads']} torch thread(s)" for row in default]
+    if not parts:
+        return ""
+    return (f"Ceiling of ppo2's default update from raw pixels ({DEFAULT_FEATURES_EXTRACTOR}, float32, minibatches of "
+            f"{PIXEL_HYPERPARAMS['batch_size']}, {PIXEL_HYPERPARAMS['n_epochs']} epochs): {', '.join(parts)}.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """:param argv: command-line arguments (default: sys.argv[1:]); :return: exit status"""
+    parser = CLIParser(prog="python -m benchmarks.pixel_update_speed", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=positiveInt, default=64, choices=SIZES, metavar="SIZE",
+                        help=f"image height and width: {', '.join(map(str, SIZES))} [64]")
+    parser.add_argument("--steps", type=positiveInt, default=40, help="timed minibatch steps per measurement [40]")
+    parser.add_argument("--repeats", type=positiveInt, default=3, help="alternated rounds, median kept [3]")
+    parser.add_argument("--threads", type=positiveInt, nargs="+", default=[1, 2], metavar="N",
+                        help="torch thread counts [1 2]")
+    parser.add_argument("--batch-sizes", type=positiveInt, nargs="+", default=[64, 128, 256], metavar="B",
+                        help="minibatch sizes, 2 or more (SB3 normalises the advantages over each) [64 128 256]")
+    parser.add_argument("--extractors", nargs="+", choices=sorted(FEATURES_EXTRACTORS),
+                        default=sorted(FEATURES_EXTRACTORS, key=lambda name: name != DEFAULT_FEATURES_EXTRACTOR),
+                        metavar="NAME", help=f"features extractors ({', '.join(sorted(FEATURES_EXTRACTORS))}) [all]")
+    addResultsArguments(parser, "the results")
+    args = parser.parse_args(argv)
+    if min(args.batch_sizes) < 2:
+        parser.error(f"argument --batch-sizes: invalid size {min(args.batch_sizes)} (2 or more: SB3 normalises the "
+                     "advantages over each minibatch)")
+    print(f"Machine: {machineDescription(('torch', 'stable_baselines3'))}", flush=True)
+    start_load = loadNow()
+    rows = measure(args.size, variantsOf(args.extractors, args.batch_sizes, args.threads), args.steps, args.repeats)
+    table, sentence = formatTable(rows), defaultCeilings(rows)
+    print(table)
+    print(sentence)
+    if not args.no_append:
+        appendReport(f"ppo2's update from raw pixels on the CPU, {args.size}x{args.size}",
+                     recordedCommand("benchmarks.pixel_update_speed", argv),
+                     f"SB3's CnnPolicy as ppo2 builds it from raw pixels ({N_ACTIONS} discrete actions, random weights "
+                     "and minibatches), one minibatch step of SB3's PPO.train at ppo2's raw-pixel hyperparameters "
+                     f"(clipped surrogate and value losses, entropy, gradient clipping, Adam); {args.steps} steps per "
+                     f"measurement after {WARM_UP} warm-up steps, median of {args.repeats} alternated rounds. Ceiling "
+                     "= ppo2's steps/s if a step cost nothing but its share of the update: 1000 / (n_epochs x ms per "
+                     f"sample). {sentence} Reported, not asserted. {loadSpanText(start_load)}.", table,
+                     packages=("torch", "stable_baselines3"), path=resultsPath(args))
+    return 0
+
+
+if __name__ == "__main__":
+    runCommand(main)

@@ -1,0 +1,75 @@
+"""benchmarks.pixel_update_speed: the update it times is ppo2's from raw pixels, and how it reports it (timings are
+never tested)."""
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import runModule
+from stable_baselines3.common.torch_layers import NatureCNN
+
+from benchmarks.pixel_update_speed import (
+    PIXEL_HYPERPARAMS,
+    ceiling,
+    defaultCeilings,
+    formatTable,
+    main,
+    minibatchStep,
+    pixelPolicy,
+    randomMinibatch,
+    variantsOf,
+)
+from rl_baselines.rl_algorithm.image_features import SmallCNN
+
+
+def test_the_hyperparameters_are_those_of_a_raw_pixel_run() -> None:
+    assert PIXEL_HYPERPARAMS["n_epochs"] == 10 and PIXEL_HYPERPARAMS["batch_size"] == 64
+    assert PIXEL_HYPERPARAMS["clip_range_vf"] == 0.2  # ppo2's raw-pixel default, as a float for the loss
+
+
+@pytest.mark.parametrize("extractor, kind", [("nature", NatureCNN), ("small", SmallCNN)])
+@pytest.mark.parametrize("bfloat16", [False, True])
+def test_a_minibatch_step_trains_every_layer_in_float32(extractor, kind, bfloat16) -> None:
+    policy = pixelPolicy(36, extractor)
+    assert isinstance(policy.features_extractor, kind)
+    before = [parameter.detach().clone() for parameter in policy.parameters()]
+    loss = minibatchStep(policy, randomMinibatch(36, 8), bfloat16)
+    assert torch.isfinite(torch.tensor(loss))
+    after = list(policy.parameters())
+    assert all(parameter.dtype == torch.float32 for parameter in after)  # (autocast keeps the weights in float32)
+    assert all(not torch.equal(old, new) for old, new in zip(before, after))  # Adam moved every parameter
+
+
+def test_the_variants_and_the_ceiling() -> None:
+    variants = variantsOf(["nature", "small"], [64, 256], [1, 2])
+    assert len(variants) == 2 * 2 * 2 + 2
+    assert [variant for variant in variants if variant["bfloat16"]] == [
+        {"extractor": "nature", "batch": 64, "threads": count, "bfloat16": True} for count in (1, 2)]
+    assert ceiling(0.25) == pytest.approx(400.0)  # 10 epochs of 0.25 ms per sample: 2.5 ms of update per env step
+    rows = [{**variant, "ms": 16.0} for variant in variants]
+    table = formatTable(rows)
+    assert "| nature | float32 | 64 | 1 | 16.00 | 0.250 | 400 |" in table
+    assert "| nature | bfloat16 autocast | 64 | 2 | 16.00 | 0.250 | 400 |" in table
+    assert "| small | float32 | 256 | 2 | 16.00 | 0.062 | 1,600 |" in table
+    assert defaultCeilings(rows) == ("Ceiling of ppo2's default update from raw pixels (nature, float32, minibatches "
+                                     "of 64, 10 epochs): 400 steps/s on 1 torch thread(s), 400 steps/s on 2 torch "
+                                     "thread(s).")
+    assert defaultCeilings([row for row in rows if row["batch"] == 256]) == ""
+
+
+def test_a_run_appends_its_table_to_the_results_file(tmp_path) -> None:
+    results = tmp_path / "results.md"
+    results.write_text("# results\n")
+    assert main(["--size", "36", "--steps", "1", "--repeats", "1", "--threads", "1", "--batch-sizes", "4",
+                 "--extractors", "small", "--results-file", str(results)]) == 0
+    text = results.read_text()
+    assert "python -m benchmarks.pixel_update_speed --size 36 --steps 1" in text
+    assert "| small | float32 | 4 | 1 |" in text and "| nature | bfloat16 autocast | 64 | 1 |" in text
+    assert torch.get_num_threads() >= 1
+
+
+def test_a_minibatch_of_one_is_refused_in_one_line(tmp_path) -> None:
+    result = runModule("benchmarks.pixel_update_speed", "--batch-sizes", "1", "--results-file", str(tmp_path / "r.md"))
+    assert result.returncode == 2 and not (tmp_path / "r.md").exists()
+    assert result.stderr.strip().splitlines() == [
+        "error: argument --batch-sizes: invalid size 1 (2 or more: SB3 normalises the advantages over each "
+        "minibatch)"]
