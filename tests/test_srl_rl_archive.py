@@ -476,15 +476,10 @@ def test_a_changed_train_default_changes_the_archive_key(tmp_path, monkeypatch) 
     # where the runs are written and how they are shown change no result: the same key from another bench folder
     elsewhere = _settings(["--bench-dir", str(tmp_path / "bench")])
     assert recorded.specSettings(elsewhere.specs(plan)[0]) == before
-    archive = bench_archive.loadArchive(plans.RUNS_FILE)
-    # the runs' envs, given to every run (--envs: ppo2's default of 4; 1 finds the runs made before it was the default)
+    # the runs' envs, given to every run (--envs: ppo2's default of 4; 1 finds the runs made before it was the default;
+    # that the archive holds each grid's runs, and only its own: test_srl_rl_default_plan)
     one = _settings(["--envs", "1"])
     assert (before["num_cpu"], recorded.specSettings(one.specs(plan)[0])["num_cpu"]) == (4, 1)
-    for envs, found in ((4, settings), (1, one)):
-        for each in found.plans:  # the runs of that many envs only: 90 on Nav 2D (ground truth's 20 seeds), 75 else
-            matches = bench_archive.archivedMatches(archive, found, each, found.specs(each), {})
-            assert len(matches) == (90 if each.env == MOBILE else 75), (envs, each.env)
-            assert {record["train"]["num_cpu"] for record in matches.values()} == {envs}
     # a later default of train (here the action repeat): every key changes, the committed records are not reused
     original = sweep.trainParser.__wrapped__  # train's parser, not the cached one
 
@@ -498,6 +493,7 @@ def test_a_changed_train_default_changes_the_archive_key(tmp_path, monkeypatch) 
     assert (before["action_repeat"], after["action_repeat"]) == (1, 2)
     assert (bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, before)
             != bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, after))
+    archive = bench_archive.loadArchive(plans.RUNS_FILE)
     assert bench_archive.archivedMatches(archive, settings, plan, settings.specs(plan), {}) == {}
 
 
