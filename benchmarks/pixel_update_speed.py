@@ -2,12 +2,13 @@
 puts on ppo2's steps/s, per features extractor, minibatch size, torch threads and precision.
 
 The policy is SB3's ``ActorCriticCnnPolicy`` as ppo2 builds it from raw pixels (3 x size x size images, the features
-extractor of ``--features-extractor``: ``rl_baselines.rl_algorithm.image_features``), for MobileRobot's 4 discrete
-actions, with random weights. A minibatch step is what SB3's ``PPO.train`` does for each minibatch, at ppo2's
-raw-pixel hyperparameters (``PPO2Model.HYPERPARAMS``, the pixel defaults included): ``evaluate_actions`` on images of
-0-255 (the policy scales them), the advantages normalised over the minibatch, the clipped surrogate, the clipped
-value loss and the entropy bonus, ``backward``, the gradient clipped at ``max_grad_norm``, Adam's step. Images,
-actions, advantages, returns and old log-probabilities are random: the time does not depend on them.
+extractor of ``--features-extractor`` with its heads: ``rl_baselines.rl_algorithm.image_features``), for
+MobileRobot's 4 discrete actions, with random weights. A minibatch step is what SB3's ``PPO.train`` does for each
+minibatch, at ppo2's raw-pixel hyperparameters (``PPO2Model.HYPERPARAMS``, the pixel defaults included):
+``evaluate_actions`` on images of 0-255 (the policy scales them), the advantages normalised over the minibatch, the
+clipped surrogate, the clipped value loss and the entropy bonus, ``backward``, the gradient clipped at
+``max_grad_norm``, Adam's step. Images, actions, advantages, returns and old log-probabilities are random: the time
+does not depend on them.
 
 Variants, each timed over ``--steps`` minibatch steps after a warm-up, alternated over ``--repeats`` rounds (median
 kept): each extractor of ``--extractors`` at each minibatch size of ``--batch-sizes`` and each torch thread count of
@@ -43,7 +44,11 @@ from benchmarks.documents import (
 )
 from benchmarks.encoder_speed import threads
 from rl_baselines.core.hyperparams import plainValues
-from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS
+from rl_baselines.rl_algorithm.image_features import (
+    DEFAULT_FEATURES_EXTRACTOR,
+    FEATURES_EXTRACTORS,
+    pixelPolicyKeywords,
+)
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
 
@@ -61,7 +66,7 @@ def pixelPolicy(size: int, extractor: str) -> ActorCriticCnnPolicy:
     space = gym.spaces.Box(0, 255, (3, size, size), np.uint8)
     rate = PIXEL_HYPERPARAMS["learning_rate"]
     return ActorCriticCnnPolicy(space, gym.spaces.Discrete(N_ACTIONS), lambda _: rate,
-                                features_extractor_class=FEATURES_EXTRACTORS[extractor])
+                                **pixelPolicyKeywords(extractor, ActorCriticCnnPolicy))
 
 
 def randomMinibatch(size: int, batch: int) -> dict[str, torch.Tensor]:

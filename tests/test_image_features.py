@@ -1,8 +1,10 @@
 """The pixel policies' features extractor (``--features-extractor``): SB3's NatureCNN or the toolbox's SmallCNN.
 
-SmallCNN takes the image sizes NatureCNN takes and costs a fraction of its multiply-adds; the flag reaches the policy
-of a raw-pixel run, the saved model keeps it when it is loaded again, and a learned state never gets a CNN. Whether
-SmallCNN learns as well as NatureCNN is measured by a benchmark (docs/benchmarks.md), not here.
+SmallCNN takes the image sizes NatureCNN takes and costs a fraction of its multiply-adds; both get NatureCNN's heads
+in an actor-critic policy (the action and value layers on the features), other policies SB3's own; the flag reaches
+the policy of a raw-pixel run, the saved model keeps it and its heads when it is loaded again, and a learned state
+never gets a CNN. Whether SmallCNN learns as well as NatureCNN is measured by a benchmark (docs/benchmarks.md), not
+here.
 """
 from __future__ import annotations
 
@@ -14,10 +16,19 @@ import numpy as np
 import pytest
 import torch
 from conftest import runModule, snapshot, trainHere
+from sb3_contrib.common.maskable.policies import MaskableActorCriticCnnPolicy
+from sb3_contrib.common.recurrent.policies import RecurrentActorCriticCnnPolicy
+from stable_baselines3.common.policies import ActorCriticCnnPolicy
 from stable_baselines3.common.torch_layers import NatureCNN
+from stable_baselines3.sac.policies import CnnPolicy as SACCnnPolicy
 
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS, SmallCNN
+from rl_baselines.rl_algorithm.image_features import (
+    DEFAULT_FEATURES_EXTRACTOR,
+    FEATURES_EXTRACTORS,
+    SmallCNN,
+    pixelPolicyKeywords,
+)
 from rl_baselines.runs import train, train_checks
 from srl_toolbox import devices
 from srl_toolbox.errors import UsageWarning
@@ -56,6 +67,24 @@ def test_small_cnn_takes_the_sizes_nature_cnn_takes(side: int) -> None:
         assert ratio > 2.5, ratio
 
 
+@pytest.mark.parametrize("extractor", sorted(FEATURES_EXTRACTORS))
+def test_every_extractor_gets_nature_cnns_heads_in_an_actor_critic_policy(extractor: str) -> None:
+    """SB3 puts two hidden tanh layers of 64 per head after any extractor but NatureCNN; the toolbox gives each the
+    heads NatureCNN gets (the action and value layers on the features), and leaves other policies' (SAC's) as SB3
+    has them."""
+    space, actions = gym.spaces.Box(0, 255, (3, 64, 64), np.uint8), gym.spaces.Discrete(4)
+    # ppo2, a2c, trpo, gail's learners; maskable_ppo; ppo_lstm
+    for policy_class in (ActorCriticCnnPolicy, MaskableActorCriticCnnPolicy, RecurrentActorCriticCnnPolicy):
+        keywords = pixelPolicyKeywords(extractor, policy_class)
+        assert keywords == {"features_extractor_class": FEATURES_EXTRACTORS[extractor], "net_arch": []}
+        policy = policy_class(space, actions, lambda _: 3e-4, **keywords)
+        assert not list(policy.mlp_extractor.parameters())  # no hidden layers before the heads (ppo_lstm: its LSTM)
+    policy = ActorCriticCnnPolicy(space, actions, lambda _: 3e-4, **pixelPolicyKeywords(extractor, ActorCriticCnnPolicy))
+    features = FEATURES_EXTRACTORS[extractor](space).features_dim
+    assert policy.action_net.in_features == policy.value_net.in_features == features
+    assert pixelPolicyKeywords(extractor, SACCnnPolicy) == {"features_extractor_class": FEATURES_EXTRACTORS[extractor]}
+
+
 def test_small_cnn_refuses_what_is_not_an_image() -> None:
     with pytest.raises(ValueError, match="SmallCNN takes channel-first images"):
         SmallCNN(gym.spaces.Box(-1.0, 1.0, (8,), np.float32))
@@ -67,6 +96,7 @@ def test_the_flag_reaches_the_policy_and_the_saved_model_keeps_it(tmp_path) -> N
     small = trainHere("--algo", "ppo2", *PIXELS, *SHORT, "--features-extractor", "small", "--log-dir", tmp_path / "a")
     model = algo.load(os.path.join(small, "ppo2_model.zip")).model
     assert isinstance(model.policy.features_extractor, SmallCNN)
+    assert model.policy_kwargs["net_arch"] == [] and not list(model.policy.mlp_extractor.parameters())
     default = trainHere("--algo", "ppo2", *PIXELS, *SHORT, "--log-dir", tmp_path / "b")
     model = algo.load(os.path.join(default, "ppo2_model.zip")).model
     assert isinstance(model.policy.features_extractor, FEATURES_EXTRACTORS[DEFAULT_FEATURES_EXTRACTOR])

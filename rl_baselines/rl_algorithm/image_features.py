@@ -5,9 +5,14 @@
   filters or fewer (16-32-32) and 256 features, sized for the toolbox's 64x64 frames: about a third of NatureCNN's
   multiply-adds per image.
 
+Every extractor gets the heads SB3 gives NatureCNN in its actor-critic policies (:func:`pixelPolicyKeywords`): the
+action and value layers straight on the features (``net_arch=[]``). SB3 gives any other extractor two hidden tanh
+layers of 64 units per head, and with them SmallCNN did not learn the toolbox's tasks (docs/benchmarks.md).
+
 Invariants: an extractor takes SB3's channel-first image space (uint8 images are divided by 255 by the policy, as
-for NatureCNN) and any image size NatureCNN takes; the choice is a policy keyword (``features_extractor_class``), so
-it is saved in the model zip and a loaded or resumed model keeps the extractor it was built with.
+for NatureCNN) and any image size NatureCNN takes; the choice is a policy keyword (``features_extractor_class``, with
+``net_arch``), so it is saved in the model zip and a loaded or resumed model keeps the extractor and the heads it was
+built with.
 """
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ from typing import Any
 
 import gymnasium as gym
 import torch
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.preprocessing import is_image_space
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, NatureCNN
 from torch import nn
@@ -54,6 +61,24 @@ class SmallCNN(BaseFeaturesExtractor):
 # --features-extractor choices -> the SB3 features extractor class
 FEATURES_EXTRACTORS: dict[str, type[BaseFeaturesExtractor]] = {"nature": NatureCNN, "small": SmallCNN}
 DEFAULT_FEATURES_EXTRACTOR = "nature"
+
+
+# the policies that give NatureCNN no hidden layers before its heads and any other extractor two of 64 per head
+ACTOR_CRITIC_POLICIES = (ActorCriticPolicy, MaskableActorCriticPolicy)
+
+
+def pixelPolicyKeywords(extractor: str, policy_class: type) -> dict[str, Any]:
+    """
+    :param extractor: a ``--features-extractor`` name (:data:`FEATURES_EXTRACTORS`)
+    :param policy_class: the SB3 pixel policy's class
+    :return: the policy's keywords for that extractor: its class and, in an actor-critic policy
+        (:data:`ACTOR_CRITIC_POLICIES`, the recurrent one included), NatureCNN's heads (``net_arch=[]``), which SB3 and
+        sb3-contrib give NatureCNN alone
+    """
+    keywords: dict[str, Any] = {"features_extractor_class": FEATURES_EXTRACTORS[extractor]}
+    if issubclass(policy_class, ACTOR_CRITIC_POLICIES):
+        keywords["net_arch"] = []
+    return keywords
 
 
 def extractorName(model: Any) -> str | None:

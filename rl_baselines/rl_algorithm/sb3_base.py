@@ -60,7 +60,12 @@ from rl_baselines.rl_algorithm.finite_training import (
     divergedInstead,
     withoutArgumentChecks,
 )
-from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS, extractorName
+from rl_baselines.rl_algorithm.image_features import (
+    DEFAULT_FEATURES_EXTRACTOR,
+    FEATURES_EXTRACTORS,
+    extractorName,
+    pixelPolicyKeywords,
+)
 from rl_baselines.rl_algorithm.model_data import (
     LinearSchedule,
     hyperparamsInData,
@@ -416,11 +421,12 @@ class StableBaselinesRLObject(BaseRLObject):
         else:
             pixels = settings.srl_model == "raw_pixels"
             kwargs = self.modelKwargs(settings, hyperparams, self.env)
+            policy = self.POLICIES["pixels" if pixels else "state"]
             if pixels:
-                extractor = FEATURES_EXTRACTORS[settings.option("features_extractor", DEFAULT_FEATURES_EXTRACTOR)]
-                kwargs["policy_kwargs"] = {"features_extractor_class": extractor, **kwargs.get("policy_kwargs", {})}
-            self.model = self.SB3_CLASS(self.POLICIES["pixels" if pixels else "state"], self.env, seed=settings.seed,
-                                        device=device, verbose=0, **kwargs)
+                extractor = settings.option("features_extractor", DEFAULT_FEATURES_EXTRACTOR)
+                kwargs["policy_kwargs"] = {**pixelPolicyKeywords(extractor, self.SB3_CLASS.policy_aliases[policy]),
+                                           **kwargs.get("policy_kwargs", {})}
+            self.model = self.SB3_CLASS(policy, self.env, seed=settings.seed, device=device, verbose=0, **kwargs)
         if settings.pretrain_dataset:
             pretrainFromArgs(self.model, self.env, settings)  # behaviour cloning, before RL starts
         self.prepareUpdates(settings)
