@@ -43,7 +43,7 @@ from benchmarks.documents import (
     resultsPath,
 )
 from benchmarks.encoder_speed import threads
-from rl_baselines.core.hyperparams import plainValues
+from rl_baselines.core.hyperparams import pixelDefaultFlags, plainValues
 from rl_baselines.rl_algorithm.image_features import (
     DEFAULT_FEATURES_EXTRACTOR,
     FEATURES_EXTRACTORS,
@@ -55,9 +55,9 @@ from srl_toolbox.cli import CLIParser, positiveInt, runCommand
 N_ACTIONS = 4  # MobileRobotGymEnv-v0's discrete actions
 WARM_UP = 5
 SIZES = (36, 48, 64, 84, 128)  # NatureCNN takes 36x36 and more
-# ppo2's hyperparameters from raw pixels, as a run of train gets them (each pixel default where there is one)
-PIXEL_HYPERPARAMS = plainValues({name: spec.default if spec.pixel_default is None else spec.pixel_default
-                                 for name, spec in PPO2Model.HYPERPARAMS.items()})
+# ppo2's hyperparameters from raw pixels, as a run of train gets them (its defaults, the raw-pixel ones over them)
+PIXEL_HYPERPARAMS = plainValues({**PPO2Model.DEFAULT_HYPERPARAMS, **{
+    flag.removeprefix("hp_"): value for flag, value in pixelDefaultFlags(PPO2Model, "raw_pixels", {}).items()}})
 
 
 def pixelPolicy(size: int, extractor: str) -> ActorCriticCnnPolicy:
