@@ -41,6 +41,15 @@ def test_sweep_commands_carry_the_plan_and_the_extractor() -> None:
     assert "--features-extractor" not in truth and truth[truth.index("--srl-model") + 1] == "ground_truth"
 
 
+def test_ground_truth_runs_on_the_srl_rl_benchmarks_seeds() -> None:
+    """The threshold is the SRL + RL benchmark's: ground truth on as many seeds as its plan (Nav 2D's 20, where some
+    seeds stay at the wall), or on --seeds where that is more; the extractors on --seeds."""
+    mobile, kuka = PLANS[MOBILE], PLANS[KUKA]
+    assert cnn_features.variantSeeds(mobile, "ground_truth", 3) == mobile.ground_truth_seeds == 20
+    assert cnn_features.variantSeeds(mobile, "ground_truth", 25) == 25
+    assert cnn_features.variantSeeds(mobile, "small", 3) == cnn_features.variantSeeds(kuka, "ground_truth", 3) == 3
+
+
 def test_threshold_and_verdicts() -> None:
     assert thresholdOf([_record([100.0, 200.0]), _record([100.0, 240.0])]) == 0.9 * 220.0
     # the SRL + RL benchmark's rule: a ground truth ending at or below 0 gives no threshold (90% of it lies above it)
@@ -151,6 +160,9 @@ def test_a_run_of_another_train_default_is_run_again_and_never_reported(tmp_path
     assert all(os.path.isdir(folder) for key, folder in folders.items() if key != ("nature", 1))
     assert [command[command.index("--log-dir") + 1] for command in commands] == [
         os.path.join(bench, variant) for variant in ("ground_truth", "nature", "small")]
+    # ground truth on the SRL + RL benchmark's 20 seeds of Nav 2D (its threshold), the extractors on --seeds
+    assert [command[command.index("--num-iteration") + 1] for command in commands] == ["20", "2", "2"]
+    assert "over 2 of its 20 seeds" in out
     assert threads == ["3", "3", "3"]  # 2 runs at a time in each stage (the extractors' sweeps side by side): 6 // 2
     assert "| nature | 1/2 |" in out and "| small | 2/2 |" in out
 

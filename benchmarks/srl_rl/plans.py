@@ -223,6 +223,10 @@ class EnvPlan:
     run_flags: tuple[str, ...] = ()
     ground_truth_seeds: int = 0
 
+    def groundTruthSeedCount(self, seeds: int) -> int:
+        """:return: ground truth's seeds beside ``seeds`` of the other rows (:attr:`ground_truth_seeds` where more)"""
+        return max(seeds, self.ground_truth_seeds)
+
 
 def groundTruthRefusal(env: str) -> str | None:
     """
@@ -564,7 +568,7 @@ class Settings:
         :return: the observation's seeds on the env: :attr:`seeds` from :attr:`first_seed`, or ground truth's
             :attr:`EnvPlan.ground_truth_seeds` where the plan asks for more
         """
-        count = max(self.seeds, plan.ground_truth_seeds) if observation == GROUND_TRUTH else self.seeds
+        count = plan.groundTruthSeedCount(self.seeds) if observation == GROUND_TRUTH else self.seeds
         return range(self.first_seed, self.first_seed + count)
 
     def seedCounts(self, plan: EnvPlan) -> dict[str, int]:
