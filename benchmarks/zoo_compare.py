@@ -19,8 +19,9 @@ ends at or after the first evaluation at or above the threshold (monitor files: 
 ``t``), so it is exact to within one episode. Raw pixels reach the threshold sooner on some seeds than on others, and
 do not hold it (the deterministic evaluations swing), hence several seeds: the report gives each seed's row and, per
 run, on how many seeds it reached the threshold and the median wall time to it over those. The threshold is the SRL +
-RL benchmark's: 90% of ground truth's mean final evaluation reward in its archive (benchmarks/srl_rl_runs.json,
-when that mean is positive), unless ``--threshold`` gives one.
+RL benchmark's: 90% of ground truth's mean final evaluation reward over the runs of its default configuration in its
+archive (benchmarks/srl_rl_runs.json; ppo2's default envs, 20 seeds on Nav 2D; when that mean is positive), unless
+``--threshold`` gives one.
 
 rl_zoo3 does not install beside the toolbox's pins (its Hugging Face integration pulls moviepy, which downgrades
 pillow), so ``make bench-zoo`` installs rl_zoo3 and the few modules its train command imports, without their
@@ -60,9 +61,10 @@ import yaml
 
 from benchmarks.documents import addResultsArguments, appendReport, recordedCommand, resultsPath
 from benchmarks.progress import Countdown
+from benchmarks.srl_rl import cli as srl_rl_cli
 from benchmarks.srl_rl.analysis import rewardThreshold
-from benchmarks.srl_rl.archive import loadArchive, recordFromArchive
-from benchmarks.srl_rl.plans import MOBILE, PLANS, RUNS_FILE
+from benchmarks.srl_rl.archive import archivedMatches, loadArchive
+from benchmarks.srl_rl.plans import GROUND_TRUTH, MOBILE, PLANS, RUNS_FILE
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.core.hyperparams import hyperparamPairs, plainValues
 from rl_baselines.core.run_folder import EVALUATIONS_FILE, MONITOR_DIR, MONITOR_SUFFIX
@@ -79,11 +81,15 @@ ZOO_PACKAGES = os.path.join(ROOT, ".zoo-packages")
 
 
 def groundTruthThreshold(archive_path: str = RUNS_FILE, env: str = ENV) -> float | None:
-    """:return: the threshold of the archived ground-truth runs' final evaluation rewards on ``env``, by the SRL + RL
-    benchmark's rule (:func:`benchmarks.srl_rl.analysis.rewardThreshold`: None without one, or a mean not positive)"""
-    return rewardThreshold([float(record.eval_rewards[-1])
-                            for record in map(recordFromArchive, loadArchive(archive_path).values())
-                            if record.env == env and record.observation == "ground_truth" and record.eval_rewards.size])
+    """:return: the SRL + RL benchmark's threshold on ``env``: by its rule
+    (:func:`benchmarks.srl_rl.analysis.rewardThreshold`: None without a run, or a mean not positive), over the archived
+    ground-truth runs of its default configuration (its seeds, ppo2's default envs), not the runs of other grids the
+    archive also keeps"""
+    settings = srl_rl_cli.settingsFrom(srl_rl_cli.buildParser().parse_args(["--env", env, "--observations",
+                                                                             GROUND_TRUTH]))
+    plan = settings.plans[0]
+    matches = archivedMatches(loadArchive(archive_path), settings, plan, settings.specs(plan), {})
+    return rewardThreshold([float(record["eval_rewards"][-1]) for record in matches.values() if record["eval_rewards"]])
 
 
 def pixelDefaults() -> dict[str, Any]:
