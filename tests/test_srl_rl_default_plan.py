@@ -96,6 +96,15 @@ def test_the_committed_archive_holds_every_run_of_the_default_plan() -> None:
                "tinyrenderer" for record in archive.values()) == 70  # (curl's 5 dropped: made on frames t, t+1)
 
 
+def test_every_archived_record_is_under_the_key_it_has_now() -> None:
+    """A change in how train settings are read (an upgrade rule of args.json, the value a run records for a flag that
+    does nothing for it, such as an algorithm's --features-extractor on a state) changes the key of the records it
+    touches: the committed archive must then be re-keyed, or the benchmark would not find those runs."""
+    archive = bench_archive.loadArchive(plans.RUNS_FILE)
+    stale = [key for key, record in archive.items() if bench_archive.entryKey(record) != key]
+    assert not stale, stale[:3]
+
+
 def test_every_run_gets_ppo2s_default_envs_by_name() -> None:
     """The runs take ppo2's default number of envs, given on each command line (its archive key holds it, so a later
     default of train finds the archived runs still); --envs N gives N."""

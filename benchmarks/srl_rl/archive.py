@@ -327,6 +327,14 @@ def dropStaleRecords(settings: Settings, plan: EnvPlan, models: dict[str, dict[s
     return stale
 
 
+def entryKey(entry: dict[str, Any]) -> str:
+    """:return: the key of an archived record as :func:`loadArchive` returns it (its train settings read as now): its
+    key in the archive, unless that reading changed since the record was written (an upgrade rule, the value recorded
+    for a flag that does nothing for the run), which leaves the archive's key stale and the run unfound"""
+    return archiveKey(entry["env"], entry["observation"], int(entry["seed"]), entry["run"], entry["srl"],
+                      entry["train"], int(entry.get("physics", 1)))
+
+
 def recordFromArchive(entry: dict[str, Any]) -> RunRecord:
     """
     :param entry: an archived record
@@ -340,8 +348,7 @@ def recordFromArchive(entry: dict[str, Any]) -> RunRecord:
     model = entry.get("model")
     if model is not None:
         model = {**model, **modelMetrics(model)}
-    key = archiveKey(entry["env"], entry["observation"], int(entry["seed"]), entry["run"], entry["srl"], entry["train"])
-    return RunRecord(Run(f"archive: {key}", args, {}, evaluations), steps, rewards, _floatOrNan(entry.get("rate")),
+    return RunRecord(Run(f"archive: {entryKey(entry)}", args, {}, evaluations), steps, rewards, _floatOrNan(entry.get("rate")),
                      _floatOrNan(entry.get("wall")), model, str(entry.get("date", "")), archived=True,
                      machine=str(entry.get("machine", "")), train=entry["train"],
                      continued=bool(entry.get("continued", False)))
