@@ -348,7 +348,8 @@ def recordFromArchive(entry: dict[str, Any]) -> RunRecord:
     model = entry.get("model")
     if model is not None:
         model = {**model, **modelMetrics(model)}
-    return RunRecord(Run(f"archive: {entryKey(entry)}", args, {}, evaluations), steps, rewards, _floatOrNan(entry.get("rate")),
+    return RunRecord(Run(f"archive: {entryKey(entry)}", args, {}, evaluations), steps, rewards,
+                     _floatOrNan(entry.get("rate")),
                      _floatOrNan(entry.get("wall")), model, str(entry.get("date", "")), archived=True,
                      machine=str(entry.get("machine", "")), train=entry["train"],
                      continued=bool(entry.get("continued", False)))
