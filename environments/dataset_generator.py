@@ -95,6 +95,7 @@ from environments.partial_folder import (
 from environments.registry import defaultRenderersText, envChoicesText, unknownEnvText
 from environments.srl_env import FRESH_WORLD
 from srl_toolbox.cli import (
+    WINDOW_HINT,
     CLIParser,
     HeldWarnings,
     UsageError,
@@ -133,6 +134,7 @@ def buildParser() -> CLIParser:
                        description="Record episodes of an env as an srl-zoo dataset (images, actions, rewards, "
                                    "ground truth).")
     parser.addValueChoices({"--env": ("envs", sorted(registered_env))})
+    parser.addFlagHints({"--render": WINDOW_HINT})
     return addSettingFlags(parser, GeneratorConfig, {"{renderer_defaults}": defaultRenderersText()})
 
 

@@ -62,6 +62,7 @@ from srl_models.train_config import MAX_STATE_DIM, SRLTrainConfig
 from srl_models.trainer import heldOutEpisodeCount, splitEpisodes
 from srl_toolbox.cli import (
     IMAGE_SIDES,
+    WINDOW_HINT,
     CLIParser,
     HeldWarnings,
     UsageError,
@@ -147,6 +148,7 @@ def buildParser() -> CLIParser:
                                        f"{FALLBACK_DEFAULTS.episodes} episodes, {FALLBACK_DEFAULTS.img_size}x"
                                        f"{FALLBACK_DEFAULTS.img_size}, state dim {FALLBACK_DEFAULTS.state_dim}, "
                                        f"{FALLBACK_DEFAULTS.epochs} epochs.")
+    parser.addFlagHints({"--render": WINDOW_HINT})
     parser.add_argument("--env", required=True, help="registered env id")
     parser.add_argument("--srl-model", nargs="+", required=True, metavar="NAME",
                         help=f"learned models to train on the same dataset: {', '.join(trainableModels())}")

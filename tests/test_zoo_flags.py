@@ -7,10 +7,12 @@ import json
 import pytest
 from conftest import runFolder, runModule
 
+from environments.dataset_generator import buildParser as generatorParser
 from replay.enjoy_baselines import buildParser
 from rl_baselines.core.registry import algoChoicesText
 from rl_baselines.runs.train_checks import baseParser
-from srl_toolbox.cli import UsageError, flagsMeant
+from srl_models.prepare import buildParser as prepareParser
+from srl_toolbox.cli import WINDOW_HINT, UsageError, flagsMeant
 
 
 @pytest.mark.parametrize(("argv", "hint"), [
@@ -70,6 +72,19 @@ def test_a_misspelt_flag_is_pointed_to_the_flag_meant_never_to_its_negation() ->
     with pytest.raises(UsageError, match=r"^unrecognized arguments: --save-freq=5 --num-timestepz 9 \(rl_zoo3's "
                                          r"--save-freq is --checkpoint-freq here; did you mean --num-timesteps\?\)$"):
         baseParser().parse_args(["--save-freq=5", "--num-timestepz", "9"])
+
+
+@pytest.mark.parametrize(("parser", "required"), [(baseParser, []), (generatorParser, []),
+                                                  (prepareParser, ["--srl-model", "vae"])])
+def test_enjoys_render_is_refused_not_read_as_renderer(parser, required: list[str]) -> None:
+    """``--render`` (enjoy's window) was read as an abbreviation of ``--renderer`` and refused for lacking a renderer
+    name: it is refused as a flag of its own, with where a window opens; real abbreviations still work."""
+    with pytest.raises(UsageError) as refusal:
+        parser().parse_args(["--env", "MobileRobotGymEnv-v0", "--render"])
+    assert str(refusal.value) == f"unrecognized arguments: --render ({WINDOW_HINT})"
+    assert "replay.enjoy_baselines" in WINDOW_HINT
+    given = parser().parse_args(["--env", "MobileRobotGymEnv-v0", *required, "--rendere", "sprites"])
+    assert given.renderer == "sprites"
 
 
 def test_the_command_refuses_an_rl_zoo_flag_in_one_line_with_exit_code_2(tmp_path) -> None:

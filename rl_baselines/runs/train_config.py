@@ -55,6 +55,7 @@ from srl_toolbox.cli import (
     IMAGE_SIDES,
     MAX_ENVS,
     MAX_STACK,
+    WINDOW_HINT,
     CLIParser,
     envCount,
     intInRange,
@@ -478,7 +479,7 @@ def addFlags(parser: argparse.ArgumentParser, algo_names: Sequence[str] = (), en
              srl_models: Sequence[str] = ()) -> argparse.ArgumentParser:
     """
     Add every train flag, generated from the :class:`TrainConfig` fields, and the hints for rl_zoo3's flags
-    (:data:`RL_ZOO_FLAGS`) to a :class:`CLIParser`.
+    (:data:`RL_ZOO_FLAGS`) and enjoy's ``--render`` to a :class:`CLIParser`.
 
     :param parser: the train command's parser
     :param algo_names: installed algorithms, listed in the help of --algo and when it is given without a value
@@ -488,7 +489,7 @@ def addFlags(parser: argparse.ArgumentParser, algo_names: Sequence[str] = (), en
     :return: the parser
     """
     if isinstance(parser, CLIParser):
-        parser.addFlagHints(zooFlagHints(RL_ZOO_FLAGS))
+        parser.addFlagHints({**zooFlagHints(RL_ZOO_FLAGS), "--render": WINDOW_HINT})
         parser.addValueChoices({"--algo": ("algorithms", algo_names), "--env": ("envs", env_ids),
                                 "--srl-model": ("SRL models", srl_models)})
     return addSettingFlags(parser, TrainConfig, {"{algos}": ", ".join(algo_names) or "a registered name",
