@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import errno
+import itertools
 import math
 import os
 import re
@@ -102,21 +103,14 @@ class CLIParser(argparse.ArgumentParser):
     def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:
         # kept for error(): a missing required flag is refused before the unrecognized ones are named
         self._command_line = list(sys.argv[1:] if args is None else args)
-        self._refuseHintedFlags(self._command_line)
-        return super().parse_known_args(args, namespace)
-
-    def _refuseHintedFlags(self, args: Sequence[str]) -> None:
-        """Refuse, with its hint, a hinted flag that argparse would read as the abbreviation of one of this command's
-        flags (train's ``--render`` as ``--renderer``): its user meant another tool's flag, not this one."""
-        if not self.allow_abbrev:
-            return
-        for arg in args:
-            if arg == "--":
-                return
-            flag = str(arg).split("=", 1)[0]
-            if (flag in self.flag_hints and flag.startswith("--") and flag not in self._option_string_actions
-                    and any(option.startswith(flag) for option in self._option_string_actions)):
+        # a hinted flag argparse would take as an abbreviation (train's --render: --renderer) is refused with its hint
+        options = self._option_string_actions
+        abbreviated = {flag for flag in self.flag_hints if flag.startswith("--") and flag not in options
+                       and any(option.startswith(flag) for option in options)} if self.allow_abbrev else set()
+        for arg in itertools.takewhile(lambda arg: arg != "--", self._command_line):
+            if str(arg).split("=", 1)[0] in abbreviated:
                 self.error(f"{UNRECOGNIZED}{arg}")
+        return super().parse_known_args(args, namespace)
 
     def _hintsFor(self, args: Sequence[str]) -> list[str]:
         """:return: the hints of the flags among ``args`` (``--flag`` or ``--flag=value``) that have one, once each"""
@@ -159,9 +153,7 @@ def zooFlagHints(zoo_flags: Mapping[tuple[str, ...], str]) -> dict[str, str]:
 
 UNRECOGNIZED = "unrecognized arguments: "  # argparse's message for arguments no option takes
 REQUIRED = "the following arguments are required: "  # argparse's message for required flags not given
-# The hint of --render for the commands that draw images but open no window (argparse would read it as --renderer)
-WINDOW_HINT = ("no window opens here: python -m replay.enjoy_baselines --log-dir RUN --render plays a trained agent in "
-               "one; --renderer NAME chooses what draws the camera images")
+WINDOW_HINT = "no window opens here: python -m replay.enjoy_baselines --log-dir RUN --render plays an agent in one"
 # argparse's message for a flag given without its value (its first spelling: "-c/--continuous" names -c)
 _MISSING_VALUE = re.compile(r"argument ([^\s/:]+)(?:/\S+)?: expected (?:one|at least one|\d+) arguments?$")
 
