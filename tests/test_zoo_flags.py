@@ -1,5 +1,6 @@
 """rl_zoo3's command-line habits on train and enjoy_baselines: each rl_zoo3 flag the command does not take is refused
-in one line that names the toolbox's equivalent, and a misspelt flag is never pointed to its negation."""
+in one line that names the toolbox's equivalent, and a misspelt flag is never pointed to its negation; enjoy's
+``--render`` on the commands that draw images is refused, not read as ``--renderer``."""
 from __future__ import annotations
 
 import json
