@@ -138,7 +138,7 @@ bench-renderer-gtc: install
 bench-encoders: install
 	$(PY) -m benchmarks.srl_epoch_speed
 
-# Raw-pixel ppo2 with SmallCNN against SB3's NatureCNN (--features-extractor): steps to the threshold over 3 seeds on
+# Raw-pixel ppo2 with MediumCNN against SB3's NatureCNN (--features-extractor): steps to the threshold over 3 seeds on
 # MobileRobot and Kuka, and the training rates. Hours on 2 cores; resumable (run it again to go on).
 bench-cnn: install
 	$(PY) -m benchmarks.cnn_features

@@ -1,11 +1,12 @@
-"""Does raw-pixel ppo2 learn at least as well with SmallCNN as with SB3's NatureCNN, and how much faster is it?
+"""Does raw-pixel ppo2 learn at least as well with a smaller CNN as with SB3's NatureCNN, and how much faster is it?
 
-The pixel policy's features extractor is ``--features-extractor nature`` (SB3's NatureCNN) or ``small``
-(rl_baselines.rl_algorithm.image_features.SmallCNN). Per env of the SRL + RL benchmark (MobileRobotGymEnv-v0, and
-KukaButtonGymEnv-v0 with a random target and the arm forced down, with that benchmark's evaluation settings:
+The pixel policy's features extractor is ``--features-extractor nature`` (SB3's NatureCNN), ``medium`` or ``small``
+(rl_baselines.rl_algorithm.image_features: MediumCNN, SmallCNN); ``--extractors`` names those measured (NatureCNN and
+MediumCNN by default), each other one judged against NatureCNN. Per env of the SRL + RL benchmark (MobileRobotGymEnv-v0,
+and KukaButtonGymEnv-v0 with a random target and the arm forced down, with that benchmark's evaluation settings:
 benchmarks.srl_rl.plans.PLANS), the script runs the real sweep command, ``python -m rl_baselines.pipeline --algo ppo2``
-(nice-d, ``--workers`` runs at a time, one torch thread each, every other setting at train's defaults, ppo2's
-number of envs among them; the extractors' sweeps run side by side, sharing the workers):
+(nice-d, ``--workers`` runs at a time, one torch thread each, every other setting at train's defaults, ppo2's number of
+envs among them; the extractors' sweeps run side by side, sharing the workers):
 
 - ground truth at the SRL + RL benchmark's budget and on its seeds (more than the others where its plan asks for
   more: Nav 2D's leaves some seeds at the wall): 90% of its mean final evaluation reward is the threshold, as in
@@ -30,7 +31,8 @@ start it with ``nice`` and let it run; a run's steps to the threshold do not dep
 report prints the load).
 
 Usage: ``python -m benchmarks.cnn_features [--envs ENV ...] [--budget 200000] [--eval-freq 10000] [--seeds 3]
-[--workers 2] [--renderer NAME] [--bench-dir logs/bench_cnn] [--report-only] [--quick] [--no-append]`` (``make bench-cnn``).
+[--workers 2] [--extractors NAME ...] [--renderer NAME] [--bench-dir logs/bench_cnn] [--report-only] [--quick]
+[--no-append]`` (``make bench-cnn``).
 """
 from __future__ import annotations
 
@@ -57,7 +59,8 @@ from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmpty
 from srl_toolbox.devices import threadsEnvironment, threadsShare
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXTRACTORS = ("nature", "small")
+NATURE = "nature"  # SB3's NatureCNN, against which each other extractor is judged
+EXTRACTORS = (NATURE, "medium")  # --extractors' default: NatureCNN and the candidate for ppo2's default
 GROUND_TRUTH = "ground_truth"
 ALGO = "ppo2"
 
@@ -136,6 +139,24 @@ def _median(values: Sequence[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def judged(env: str, extractor: str, facts: tuple[int, float | None, float],
+           nature: tuple[int, float | None, float]) -> str:
+    """
+    :param env: env id
+    :param extractor: a features extractor other than NatureCNN
+    :param facts: its seeds at the threshold, median steps to it (None: no seed), mean training rate (nan: none)
+    :param nature: the same of NatureCNN, which reached the threshold on at least one seed
+    :return: the verdict line: "as well" is at least as many seeds at the threshold, in no more steps (median)
+    """
+    (count, steps, rate), (nature_count, nature_steps, nature_rate) = facts, nature
+    as_well = count > nature_count or (count == nature_count and steps is not None and steps <= nature_steps)
+    return (f"{env}: {FEATURES_EXTRACTORS[extractor].__name__} "
+            f"{'learns at least as well as' if as_well else 'learns less well than'} NatureCNN (reached {count} vs "
+            f"{nature_count} seeds, median {'-' if steps is None else f'{steps:,.0f}'} vs {nature_steps:,.0f} steps); "
+            + ("training rate n/a (no run with a rate on both sides)." if math.isnan(rate) or math.isnan(nature_rate)
+               else f"training rate {rate / nature_rate:.2f}x NatureCNN's."))
+
+
 def summarise(env: str, threshold: float, rows: dict[str, list[RunRecord]], seeds: int) -> tuple[str, str]:
     """
     :param env: env id
@@ -166,22 +187,15 @@ def summarise(env: str, threshold: float, rows: dict[str, list[RunRecord]], seed
                      f"{len(records)}) | {'n/a' if math.isnan(rate) else f'{rate:.0f}'} | "
                      f"{'-' if wall is None else f'{wall / 60:.1f} min'} |")
     verdict = []
-    if all(extractor in facts for extractor in EXTRACTORS):
-        (nature_n, nature_steps, nature_rate), (small_n, small_steps, small_rate) = facts["nature"], facts["small"]
-        if not rows["nature"] or not rows["small"]:
+    others = [extractor for extractor in rows if extractor != NATURE]
+    if NATURE in rows and others:
+        if not all(rows.values()):
             verdict.append(f"{env}: not every extractor has a finished run yet (run the command again to go on).")
-        elif nature_n == 0:
+        elif facts[NATURE][0] == 0:
             verdict.append(f"{env}: NatureCNN did not reach the threshold ({threshold:.2f}) on any seed: the budget is "
                            f"too small to judge (raise --budget).")
         else:
-            as_well = small_n > nature_n or (small_n == nature_n and small_steps is not None
-                                              and small_steps <= nature_steps)
-            verdict.append(f"{env}: SmallCNN {'learns at least as well as' if as_well else 'learns less well than'} "
-                           f"NatureCNN (reached {small_n} vs {nature_n} seeds, median "
-                           f"{'-' if small_steps is None else f'{small_steps:,.0f}'} vs {nature_steps:,.0f} steps); "
-                           + ("training rate n/a (no run with a rate on both sides)."
-                              if math.isnan(small_rate) or math.isnan(nature_rate)
-                              else f"training rate {small_rate / nature_rate:.2f}x NatureCNN's."))
+            verdict += [judged(env, extractor, facts[extractor], facts[NATURE]) for extractor in others]
     note = continuedNote(continued, sum(len(records) for records in rows.values()))
     return "\n".join(lines) + (f"\n\n{note}" if note else ""), "\n".join(verdict)
 
@@ -198,7 +212,8 @@ def buildParser() -> CLIParser:
     parser.add_argument("--bench-dir", type=nonEmptyText, default=os.path.join("logs", "bench_cnn"),
                         help="where the runs go (resumable) [logs/bench_cnn]")
     parser.add_argument("--extractors", nargs="+", default=list(EXTRACTORS), choices=sorted(FEATURES_EXTRACTORS),
-                        metavar="NAME", help=f"features extractors ({', '.join(sorted(FEATURES_EXTRACTORS))}) [both]")
+                        metavar="NAME", help=f"features extractors ({', '.join(sorted(FEATURES_EXTRACTORS))}), "
+                        f"each judged against nature [{' '.join(EXTRACTORS)}]")
     parser.add_argument("--renderer", default=None,
                         help="the raw-pixel runs' --renderer (e.g. sprites on the mobile robot), which every env of "
                              "--envs must offer [the env's default]")
@@ -303,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
                  f"load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, "
                  f"{(time.time() - started) / 60:.0f} min this invocation. "
                  + " ".join(verdict for verdict in verdicts if verdict))
-        appendReport("Raw-pixel ppo2: SmallCNN vs NatureCNN, steps to threshold", recordedCommand(
+        appendReport("Raw-pixel ppo2: features extractors vs NatureCNN, steps to threshold", recordedCommand(
             "benchmarks.cnn_features", argv), notes, report, target="bench-cnn", path=resultsPath(args))
     if failed:
         print(f"error: {len(failed)} sweep(s) failed: {', '.join(failed)}", file=sys.stderr)

@@ -14,7 +14,8 @@ renderer, side by side) and each number of parallel envs:
   The VAE is trained first, inside the benchmark, on a small generated dataset (a few episodes, a few epochs: the
   speed does not depend on its quality);
 - ``raw_pixels``: the same images go to SB3's CnnPolicy (NatureCNN, the default ``--features-extractor``);
-- ``raw_pixels_small``: the same with ``--features-extractor small`` (SmallCNN);
+- ``raw_pixels_medium``, ``raw_pixels_small``: the same with ``--features-extractor medium`` (MediumCNN), ``small``
+  (SmallCNN);
 - ``ground_truth``: no rendering, MlpPolicy on the robot position.
 
 Steps/s = env steps / wall time of PPO's ``learn`` (env construction and model loading excluded; rollouts, updates,
@@ -78,11 +79,12 @@ from srl_toolbox.devices import parseThreads
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_ID = "MobileRobotGymEnv-v0"
 STATE_DIM = 32
-MODES = ("vae", "vae_other", "raw_pixels", "raw_pixels_small", "ground_truth")
-IMAGE_MODES = ("vae", "vae_other", "raw_pixels", "raw_pixels_small")
+MODES = ("vae", "vae_other", "raw_pixels", "raw_pixels_medium", "raw_pixels_small", "ground_truth")
+IMAGE_MODES = ("vae", "vae_other", "raw_pixels", "raw_pixels_medium", "raw_pixels_small")
 LEARNED_MODES = ("vae", "vae_other")
 # observation mode -> its train flags (a learned model: --srl-model-path, given by timeRun)
 MODE_FLAGS = {"raw_pixels": ("--srl-model", "raw_pixels"),
+              "raw_pixels_medium": ("--srl-model", "raw_pixels", "--features-extractor", "medium"),
               "raw_pixels_small": ("--srl-model", "raw_pixels", "--features-extractor", "small"),
               "ground_truth": ("--srl-model", "ground_truth")}
 # The goals: (mode, baseline steps/s, factor); a goal is met at factor x baseline. The baselines are fixed figures
@@ -294,7 +296,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         label = f"vae (state dim {STATE_DIM}), MlpPolicy" if row["mode"] in LEARNED_MODES else row["mode"]
         if row["mode"] in LEARNED_MODES and row["num_cpu"] > 1:
             label += f", encoded {row['placement']}" + (" (the default)" if row["mode"] == "vae" else "")
-        label = {"raw_pixels": "raw_pixels, CnnPolicy (NatureCNN)", "raw_pixels_small": "raw_pixels, CnnPolicy (SmallCNN)",
+        label = {"raw_pixels": "raw_pixels, CnnPolicy (NatureCNN)",
+                 "raw_pixels_medium": "raw_pixels, CnnPolicy (MediumCNN)",
+                 "raw_pixels_small": "raw_pixels, CnnPolicy (SmallCNN)",
                  "ground_truth": "ground_truth, MlpPolicy"}.get(row["mode"], label)
         base = reference.get((row["mode"], row["num_cpu"], row["threads"])) if row["renderer"] else None
         ratio = f"{row['rate'] / base:.2f}x" if base else ""

@@ -1,4 +1,4 @@
-"""benchmarks.cnn_features: the sweeps it runs and how it judges SmallCNN against NatureCNN (steps to threshold).
+"""benchmarks.cnn_features: the sweeps it runs and how it judges a CNN against NatureCNN (steps to threshold).
 
 The sweeps themselves are the pipeline's (tested with it); here, the command lines, the summary on made-up runs and
 which finished runs count.
@@ -65,6 +65,17 @@ def test_threshold_and_verdicts() -> None:
     assert "learns at least as well as NatureCNN" in verdict and "2.50x" in verdict
     _, verdict = summarise(MOBILE, threshold, {"nature": nature, "small": small[2:]}, 3)
     assert "learns less well than NatureCNN" in verdict
+    # each other extractor is judged against NatureCNN: a tie in seeds goes to the fewer steps (median)
+    medium = [_record([0.0, 0.0, 200.0], rate=150.0), _record([0.0, 200.0, 220.0], rate=150.0),
+              _record([0.0, 0.0, 10.0], rate=150.0)]
+    _, verdict = summarise(MOBILE, threshold, {"nature": nature, "medium": medium, "small": small}, 3)
+    assert verdict.splitlines() == [
+        f"{MOBILE}: MediumCNN learns at least as well as NatureCNN (reached 2 vs 2 seeds, median 25,000 vs 25,000 "
+        "steps); training rate 1.50x NatureCNN's.",
+        f"{MOBILE}: SmallCNN learns at least as well as NatureCNN (reached 2 vs 2 seeds, median 15,000 vs 25,000 "
+        "steps); training rate 2.50x NatureCNN's."]
+    _, verdict = summarise(MOBILE, threshold, {"nature": nature, "medium": medium[1:]}, 3)
+    assert "MediumCNN learns less well than NatureCNN (reached 1 vs 2 seeds, median 20,000" in verdict
     _, verdict = summarise(MOBILE, 1000.0, {"nature": nature, "small": small}, 3)
     assert "budget is too small" in verdict
     _, verdict = summarise(MOBILE, threshold, {"nature": [], "small": small}, 3)
@@ -128,7 +139,7 @@ def test_a_run_of_another_train_default_is_run_again_and_never_reported(tmp_path
     folders = {}
     for variant, steps, eval_freq, curves in (("ground_truth", plan.steps, plan.eval_freq, CURVES["ground_truth"]),
                                               ("nature", budget, 1000, CURVES["raw_pixels"]),
-                                              ("small", budget, 1000, CURVES["raw_pixels"])):
+                                              ("medium", budget, 1000, CURVES["raw_pixels"])):
         for spec in sweepSpecs(plan, variant, steps, eval_freq, 2, bench):
             folders[variant, spec.seed] = writeRun(os.path.join(spec.parent, f"26-11-20_10h00_00_{spec.run_id}"),
                                                    spec.srl_model, spec.seed, curves[spec.seed], spec=spec)
@@ -159,12 +170,12 @@ def test_a_run_of_another_train_default_is_run_again_and_never_reported(tmp_path
     assert not os.path.exists(folders["nature", 1]) and "made with other train settings" in out
     assert all(os.path.isdir(folder) for key, folder in folders.items() if key != ("nature", 1))
     assert [command[command.index("--log-dir") + 1] for command in commands] == [
-        os.path.join(bench, variant) for variant in ("ground_truth", "nature", "small")]
+        os.path.join(bench, variant) for variant in ("ground_truth", "nature", "medium")]  # (the default --extractors)
     # ground truth on the SRL + RL benchmark's 20 seeds of Nav 2D (its threshold), the extractors on --seeds
     assert [command[command.index("--num-iteration") + 1] for command in commands] == ["20", "2", "2"]
     assert "over 2 of its 20 seeds" in out
     assert threads == ["3", "3", "3"]  # 2 runs at a time in each stage (the extractors' sweeps side by side): 6 // 2
-    assert "| nature | 1/2 |" in out and "| small | 2/2 |" in out
+    assert "| nature | 1/2 |" in out and "| medium | 2/2 |" in out
 
 
 def test_a_failed_sweep_makes_the_command_fail(tmp_path, monkeypatch, capsys) -> None:

@@ -124,15 +124,17 @@ def test_auto_threads_see_the_features_extractor(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(devices, "maxThreads", lambda: 4)  # (--torch-threads 2 is accepted on a 1-CPU machine too)
     pixels = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels"]
     assert _autoThreads(*pixels, "--features-extractor", "small") == 1
+    assert _autoThreads(*pixels, "--features-extractor", "medium") == 1
     assert _autoThreads(*pixels, "--features-extractor", "nature") == 4
     assert _autoThreads(*pixels) == 4  # (NatureCNN, the default)
     assert _autoThreads(*pixels, "--features-extractor", "small", "--torch-threads", "2") == 2  # (asked: given)
     ppo2 = registered_rl["ppo2"][0]
     assert train_checks.runThreadsFor(ppo2, 0, {"srl_model": "raw_pixels", "features_extractor": "small"}) == 1
     assert train_checks.runThreadsFor(ppo2, 0, {"srl_model": "ground_truth", "features_extractor": "small"}) == 1
-    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # a sweep's share: NatureCNN takes it, SmallCNN still one
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # a sweep's share: NatureCNN takes it, SmallCNN and MediumCNN one
     assert train_checks.runThreadsFor(ppo2, 0, {"srl_model": "raw_pixels", "features_extractor": "nature"}) == 3
     assert train_checks.runThreadsFor(ppo2, 0, {"srl_model": "raw_pixels", "features_extractor": "small"}) == 1
+    assert train_checks.runThreadsFor(ppo2, 0, {"srl_model": "raw_pixels", "features_extractor": "medium"}) == 1
     # maskable_ppo measured as ppo2 (SmallCNN faster on one thread, NatureCNN level); the others keep their answer
     # whatever the extractor
     for algo, threads in (("maskable_ppo", 1), ("sac", 3), ("td3", 3), ("deepq", 3), ("trpo", 3), ("a2c", 1)):

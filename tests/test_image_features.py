@@ -26,6 +26,7 @@ from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.image_features import (
     DEFAULT_FEATURES_EXTRACTOR,
     FEATURES_EXTRACTORS,
+    MediumCNN,
     SmallCNN,
     pixelPolicyKeywords,
 )
@@ -57,14 +58,19 @@ def _multiplyAdds(module: torch.nn.Module, shape: tuple[int, ...]) -> int:
 
 
 @pytest.mark.parametrize("side", [64, 48, 36])
-def test_small_cnn_takes_the_sizes_nature_cnn_takes(side: int) -> None:
+@pytest.mark.parametrize("kind, features, filters, fewer", [(SmallCNN, 256, (16, 32, 32), 2.5),
+                                                             (MediumCNN, 512, (16, 48, 48), 1.8)])
+def test_the_smaller_cnns_take_the_sizes_nature_cnn_takes(side, kind, features, filters, fewer) -> None:
+    """Each takes the image sizes NatureCNN takes, gives its features, and costs ``fewer`` times fewer multiply-adds
+    than NatureCNN per 64x64 image (SmallCNN about 3, MediumCNN about 2)."""
     space = gym.spaces.Box(0, 255, (3, side, side), np.uint8)
-    small, nature = SmallCNN(space), NatureCNN(space)
+    smaller, nature = kind(space), NatureCNN(space)
     images = torch.rand((5, 3, side, side))
-    assert small(images).shape == (5, 256) and small.features_dim == 256
+    assert smaller(images).shape == (5, features) and smaller.features_dim == features
+    assert [layer.out_channels for layer in smaller.cnn if isinstance(layer, torch.nn.Conv2d)] == list(filters)
     if side == 64:
-        ratio = _multiplyAdds(nature, (3, 64, 64)) / _multiplyAdds(small, (3, 64, 64))
-        assert ratio > 2.5, ratio
+        ratio = _multiplyAdds(nature, (3, 64, 64)) / _multiplyAdds(smaller, (3, 64, 64))
+        assert fewer < ratio < fewer + 1.5, ratio
 
 
 @pytest.mark.parametrize("extractor", sorted(FEATURES_EXTRACTORS))
@@ -85,9 +91,10 @@ def test_every_extractor_gets_nature_cnns_heads_in_an_actor_critic_policy(extrac
     assert pixelPolicyKeywords(extractor, SACCnnPolicy) == {"features_extractor_class": FEATURES_EXTRACTORS[extractor]}
 
 
-def test_small_cnn_refuses_what_is_not_an_image() -> None:
-    with pytest.raises(ValueError, match="SmallCNN takes channel-first images"):
-        SmallCNN(gym.spaces.Box(-1.0, 1.0, (8,), np.float32))
+@pytest.mark.parametrize("kind", [SmallCNN, MediumCNN])
+def test_the_smaller_cnns_refuse_what_is_not_an_image(kind) -> None:
+    with pytest.raises(ValueError, match=f"{kind.__name__} takes channel-first images"):
+        kind(gym.spaces.Box(-1.0, 1.0, (8,), np.float32))
 
 
 @pytest.mark.slow

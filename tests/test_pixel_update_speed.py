@@ -18,7 +18,7 @@ from benchmarks.pixel_update_speed import (
     randomMinibatch,
     variantsOf,
 )
-from rl_baselines.rl_algorithm.image_features import SmallCNN
+from rl_baselines.rl_algorithm.image_features import MediumCNN, SmallCNN
 
 
 def test_the_hyperparameters_are_those_of_a_raw_pixel_run() -> None:
@@ -26,7 +26,7 @@ def test_the_hyperparameters_are_those_of_a_raw_pixel_run() -> None:
     assert PIXEL_HYPERPARAMS["clip_range_vf"] == 0.2  # ppo2's raw-pixel default, as a float for the loss
 
 
-@pytest.mark.parametrize("extractor, kind", [("nature", NatureCNN), ("small", SmallCNN)])
+@pytest.mark.parametrize("extractor, kind", [("nature", NatureCNN), ("medium", MediumCNN), ("small", SmallCNN)])
 @pytest.mark.parametrize("bfloat16", [False, True])
 def test_a_minibatch_step_trains_every_layer_in_float32(extractor, kind, bfloat16) -> None:
     policy = pixelPolicy(36, extractor)

@@ -3,7 +3,9 @@
 - ``nature``: SB3's NatureCNN (32-64-64 filters, 512 features), built for 84x84 Atari frames;
 - ``small``: :class:`SmallCNN`, the same three convolutions (8x8 stride 4, 4x4 stride 2, 3x3 stride 1) with half the
   filters or fewer (16-32-32) and 256 features, sized for the toolbox's 64x64 frames: about a third of NatureCNN's
-  multiply-adds per image.
+  multiply-adds per image;
+- ``medium``: :class:`MediumCNN`, SmallCNN's convolutions with 16-48-48 filters and NatureCNN's 512 features: about
+  half NatureCNN's multiply-adds per image.
 
 Every extractor gets the heads SB3 gives NatureCNN in its actor-critic policies (:func:`pixelPolicyKeywords`): the
 action and value layers straight on the features (``net_arch=[]``). SB3 gives any other extractor two hidden tanh
@@ -41,7 +43,7 @@ class SmallCNN(BaseFeaturesExtractor):
                  filters: tuple[int, int, int] = (16, 32, 32)) -> None:
         if not (isinstance(observation_space, gym.spaces.Box)
                 and is_image_space(observation_space, check_channels=False, normalized_image=normalized_image)):
-            raise ValueError(f"SmallCNN takes channel-first images, not {observation_space}")
+            raise ValueError(f"{type(self).__name__} takes channel-first images, not {observation_space}")
         super().__init__(observation_space, features_dim)
         first, second, third = filters
         self.cnn = nn.Sequential(
@@ -58,8 +60,19 @@ class SmallCNN(BaseFeaturesExtractor):
         return self.linear(self.cnn(observations))
 
 
+class MediumCNN(SmallCNN):
+    """
+    SmallCNN with 16, 48, 48 filters and NatureCNN's 512 features (the arguments are SmallCNN's).
+    """
+
+    def __init__(self, observation_space: gym.Space, features_dim: int = 512, normalized_image: bool = False,
+                 filters: tuple[int, int, int] = (16, 48, 48)) -> None:
+        super().__init__(observation_space, features_dim, normalized_image, filters)
+
+
 # --features-extractor choices -> the SB3 features extractor class
-FEATURES_EXTRACTORS: dict[str, type[BaseFeaturesExtractor]] = {"nature": NatureCNN, "small": SmallCNN}
+FEATURES_EXTRACTORS: dict[str, type[BaseFeaturesExtractor]] = {"nature": NatureCNN, "medium": MediumCNN,
+                                                               "small": SmallCNN}
 DEFAULT_FEATURES_EXTRACTOR = "nature"
 
 

@@ -24,8 +24,9 @@ class PPO2Model(AugmentLossChoice, StableBaselinesRLObject):
     AUGMENTED_BUFFER = AugmentedRolloutBuffer  # --augment with --augment-loss rad (drac: DrAC's regulariser)
     NORMALISED_ADVANTAGES = "minibatches"
     # SmallCNN on 2 cores: 478-512 steps/s on one thread against 318-343 on two with 2 envs, 366 against 260 with 1
-    # (docs/benchmarks.md); NatureCNN gains from the second thread and keeps the cores' share
-    EXTRACTOR_THREADS_HELP = {"small": False}
+    # (docs/benchmarks.md), MediumCNN 389-390 against 349-359 with 4; NatureCNN gains from the second thread and keeps
+    # the cores' share
+    EXTRACTOR_THREADS_HELP = {"small": False, "medium": False}
     HYPERPARAMS = {
         "n_steps": Hyperparam(128, "steps per env between updates", bounds=(1, None), search=(32, 2048)),
         # >= 2: SB3 normalises the advantages over each minibatch (its assertion, batch_size > 1)

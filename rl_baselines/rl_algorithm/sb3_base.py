@@ -611,7 +611,8 @@ def addFeaturesExtractorFlag(group: Any) -> None:
     """
     group.add_argument("--features-extractor", choices=sorted(FEATURES_EXTRACTORS), default=DEFAULT_FEATURES_EXTRACTOR,
                        help="image features extractor of the pixel policy (raw_pixels): nature = SB3's NatureCNN, "
-                            f"small = a CNN sized for 64x64 frames [{DEFAULT_FEATURES_EXTRACTOR}]")
+                            "medium and small = CNNs sized for 64x64 frames, about 1/2 and 1/3 of its multiply-adds "
+                            f"[{DEFAULT_FEATURES_EXTRACTOR}]")
 
 
 def addLearnerHyperparamFlags(parser: argparse.ArgumentParser, learners: dict[str, type[StableBaselinesRLObject]],
