@@ -12,14 +12,14 @@ does not depend on them.
 
 Variants, each timed over ``--steps`` minibatch steps after a warm-up, alternated over ``--repeats`` rounds (median
 kept): each extractor of ``--extractors`` at each minibatch size of ``--batch-sizes`` and each torch thread count of
-``--threads``, in float32; then NatureCNN at ppo2's minibatch size under bfloat16 autocast (weights, gradients and
-Adam in float32), at each thread count.
+``--threads``, in float32; then ppo2's default extractor (:data:`DEFAULT_EXTRACTOR`, MediumCNN) at its minibatch size
+under bfloat16 autocast (weights, gradients and Adam in float32), at each thread count.
 
 Per variant: ms per minibatch, ms per sample, and the ceiling: ppo2's steps/s if a step cost nothing but its share
 of the update, ``1000 / (n_epochs x ms per sample)`` at ppo2's ``n_epochs`` (each env step's sample is trained on
 once per epoch): whatever the env and the rollout's forward passes cost, a run is slower. Nothing is asserted.
 Usage: ``python -m benchmarks.pixel_update_speed [--size 64] [--steps 40] [--repeats 3] [--threads 1 2]
-[--batch-sizes 64 128 256] [--extractors nature small] [--no-append]`` (also run by ``make bench``).
+[--batch-sizes 64 128 256] [--extractors medium nature small] [--no-append]`` (also run by ``make bench``).
 """
 from __future__ import annotations
 
@@ -45,7 +45,6 @@ from benchmarks.documents import (
 from benchmarks.encoder_speed import threads
 from rl_baselines.core.hyperparams import pixelDefaultFlags, plainValues
 from rl_baselines.rl_algorithm.image_features import (
-    DEFAULT_FEATURES_EXTRACTOR,
     FEATURES_EXTRACTORS,
     pixelPolicyKeywords,
 )
@@ -56,6 +55,7 @@ N_ACTIONS = 4  # MobileRobotGymEnv-v0's discrete actions
 WARM_UP = 5
 SIZES = (36, 48, 64, 84, 128)  # NatureCNN takes 36x36 and more
 # ppo2's hyperparameters from raw pixels, as a run of train gets them (its defaults, the raw-pixel ones over them)
+DEFAULT_EXTRACTOR = PPO2Model.DEFAULT_FEATURES_EXTRACTOR  # what ppo2 trains on raw pixels without --features-extractor
 PIXEL_HYPERPARAMS = plainValues({**PPO2Model.DEFAULT_HYPERPARAMS, **{
     flag.removeprefix("hp_"): value for flag, value in pixelDefaultFlags(PPO2Model, "raw_pixels", {}).items()}})
 
@@ -124,7 +124,7 @@ def variantsOf(extractors: list[str], batch_sizes: list[int], thread_counts: lis
     """:return: the measured variants (the module docstring), each as extractor, batch, threads and bfloat16"""
     variants = [{"extractor": extractor, "batch": batch, "threads": count, "bfloat16": False}
                 for extractor in extractors for batch in batch_sizes for count in thread_counts]
-    variants += [{"extractor": DEFAULT_FEATURES_EXTRACTOR, "batch": PIXEL_HYPERPARAMS["batch_size"], "threads": count,
+    variants += [{"extractor": DEFAULT_EXTRACTOR, "batch": PIXEL_HYPERPARAMS["batch_size"], "threads": count,
                   "bfloat16": True} for count in thread_counts]
     return variants
 
@@ -164,12 +164,12 @@ def formatTable(rows: list[dict[str, Any]]) -> str:
 
 def defaultCeilings(rows: list[dict[str, Any]]) -> str:
     """:return: the ceiling of ppo2's default update (NatureCNN, float32, its minibatch size) per thread count"""
-    default = [row for row in rows if row["extractor"] == DEFAULT_FEATURES_EXTRACTOR and not row["bfloat16"]
+    default = [row for row in rows if row["extractor"] == DEFAULT_EXTRACTOR and not row["bfloat16"]
                and row["batch"] == PIXEL_HYPERPARAMS["batch_size"]]
     parts = [f"{ceiling(row['ms'] / row['batch']):,.0f} steps/s on {row['threads']} torch thread(s)" for row in default]
     if not parts:
         return ""
-    return (f"Ceiling of ppo2's default update from raw pixels ({DEFAULT_FEATURES_EXTRACTOR}, float32, minibatches of "
+    return (f"Ceiling of ppo2's default update from raw pixels ({DEFAULT_EXTRACTOR}, float32, minibatches of "
             f"{PIXEL_HYPERPARAMS['batch_size']}, {PIXEL_HYPERPARAMS['n_epochs']} epochs): {', '.join(parts)}.")
 
 
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-sizes", type=positiveInt, nargs="+", default=[64, 128, 256], metavar="B",
                         help="minibatch sizes, 2 or more (SB3 normalises the advantages over each) [64 128 256]")
     parser.add_argument("--extractors", nargs="+", choices=sorted(FEATURES_EXTRACTORS),
-                        default=sorted(FEATURES_EXTRACTORS, key=lambda name: name != DEFAULT_FEATURES_EXTRACTOR),
+                        default=sorted(FEATURES_EXTRACTORS, key=lambda name: name != DEFAULT_EXTRACTOR),
                         metavar="NAME", help=f"features extractors ({', '.join(sorted(FEATURES_EXTRACTORS))}) [all]")
     addResultsArguments(parser, "the results")
     args = parser.parse_args(argv)

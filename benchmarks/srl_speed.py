@@ -13,9 +13,9 @@ renderer, side by side) and each number of parallel envs:
   envs themselves step in this process (``--vec-env auto``: the sprites' frames), which leaves no other placement.
   The VAE is trained first, inside the benchmark, on a small generated dataset (a few episodes, a few epochs: the
   speed does not depend on its quality);
-- ``raw_pixels``: the same images go to SB3's CnnPolicy (NatureCNN, the default ``--features-extractor``);
-- ``raw_pixels_medium``, ``raw_pixels_small``: the same with ``--features-extractor medium`` (MediumCNN), ``small``
-  (SmallCNN);
+- ``raw_pixels``: the same images go to SB3's CnnPolicy with ppo2's default ``--features-extractor`` (MediumCNN);
+- ``raw_pixels_nature``, ``raw_pixels_small``: the same with ``--features-extractor nature`` (SB3's NatureCNN),
+  ``small`` (SmallCNN);
 - ``ground_truth``: no rendering, MlpPolicy on the robot position.
 
 Steps/s = env steps / wall time of PPO's ``learn`` (env construction and model loading excluded; rollouts, updates,
@@ -71,6 +71,7 @@ from rl_baselines.core.registry import defaultEnvs
 from rl_baselines.envs import factory
 from rl_baselines.envs.factory import resolveVecEnv
 from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
+from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train, train_checks
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
@@ -79,13 +80,15 @@ from srl_toolbox.devices import parseThreads
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_ID = "MobileRobotGymEnv-v0"
 STATE_DIM = 32
-MODES = ("vae", "vae_other", "raw_pixels", "raw_pixels_medium", "raw_pixels_small", "ground_truth")
-IMAGE_MODES = ("vae", "vae_other", "raw_pixels", "raw_pixels_medium", "raw_pixels_small")
+# raw-pixel mode -> its --features-extractor (raw_pixels: ppo2's default, given by no flag)
+RAW_PIXEL_MODES = {"raw_pixels": PPO2Model.DEFAULT_FEATURES_EXTRACTOR, "raw_pixels_nature": "nature",
+                   "raw_pixels_small": "small"}
+MODES = ("vae", "vae_other", *RAW_PIXEL_MODES, "ground_truth")
+IMAGE_MODES = ("vae", "vae_other", *RAW_PIXEL_MODES)
 LEARNED_MODES = ("vae", "vae_other")
 # observation mode -> its train flags (a learned model: --srl-model-path, given by timeRun)
-MODE_FLAGS = {"raw_pixels": ("--srl-model", "raw_pixels"),
-              "raw_pixels_medium": ("--srl-model", "raw_pixels", "--features-extractor", "medium"),
-              "raw_pixels_small": ("--srl-model", "raw_pixels", "--features-extractor", "small"),
+MODE_FLAGS = {**{mode: ("--srl-model", "raw_pixels", *(() if mode == "raw_pixels" else ("--features-extractor", name)))
+                 for mode, name in RAW_PIXEL_MODES.items()},
               "ground_truth": ("--srl-model", "ground_truth")}
 # The goals: (mode, baseline steps/s, factor); a goal is met at factor x baseline. The baselines are fixed figures
 # (TinyRenderer's rates with GOAL_ENVS envs on a reference machine), so a verdict does not move with this run's rows;
@@ -296,10 +299,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         label = f"vae (state dim {STATE_DIM}), MlpPolicy" if row["mode"] in LEARNED_MODES else row["mode"]
         if row["mode"] in LEARNED_MODES and row["num_cpu"] > 1:
             label += f", encoded {row['placement']}" + (" (the default)" if row["mode"] == "vae" else "")
-        label = {"raw_pixels": "raw_pixels, CnnPolicy (NatureCNN)",
-                 "raw_pixels_medium": "raw_pixels, CnnPolicy (MediumCNN)",
-                 "raw_pixels_small": "raw_pixels, CnnPolicy (SmallCNN)",
-                 "ground_truth": "ground_truth, MlpPolicy"}.get(row["mode"], label)
+        if row["mode"] in RAW_PIXEL_MODES:
+            label = f"raw_pixels, CnnPolicy ({FEATURES_EXTRACTORS[RAW_PIXEL_MODES[row['mode']]].__name__})"
+        elif row["mode"] == "ground_truth":
+            label = "ground_truth, MlpPolicy"
         base = reference.get((row["mode"], row["num_cpu"], row["threads"])) if row["renderer"] else None
         ratio = f"{row['rate'] / base:.2f}x" if base else ""
         lines.append(f"| {label} | {row['renderer']} | {row['num_cpu']} | {row['threads']} | {row['rate']:,.0f} | "

@@ -104,7 +104,7 @@ def test_auto_takes_the_gpu_only_where_it_helps(monkeypatch: pytest.MonkeyPatch)
     assert train_checks.runThreadsFor(lstm, 0, {"srl_model": "ground_truth"}) == 1
     assert train_checks.runThreadsFor(registered_rl["ppo2"][0], 0, {"srl_model": "ground_truth"}) == 1
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
-    assert train_checks.runThreadsFor(registered_rl["ppo2"][0], 0, {"srl_model": "raw_pixels"}) == 3
+    assert train_checks.runThreadsFor(registered_rl["sac"][0], 0, {"srl_model": "raw_pixels"}) == 3  # (NatureCNN)
     # a2c's, acktr's, acer's and ppo_lstm's updates ran faster on one thread than on two, on images too (measured, 2
     # cores)
     for algo in ("a2c", "acktr", "acer", "ppo_lstm"):
@@ -126,7 +126,8 @@ def test_auto_threads_see_the_features_extractor(monkeypatch: pytest.MonkeyPatch
     assert _autoThreads(*pixels, "--features-extractor", "small") == 1
     assert _autoThreads(*pixels, "--features-extractor", "medium") == 1
     assert _autoThreads(*pixels, "--features-extractor", "nature") == 4
-    assert _autoThreads(*pixels) == 4  # (NatureCNN, the default)
+    assert _autoThreads(*pixels) == 1  # (MediumCNN, ppo2's default)
+    assert _autoThreads("--algo", "maskable_ppo", *pixels[2:]) == 4  # (NatureCNN, maskable_ppo's default)
     assert _autoThreads(*pixels, "--features-extractor", "small", "--torch-threads", "2") == 2  # (asked: given)
     ppo2 = registered_rl["ppo2"][0]
     assert train_checks.runThreadsFor(ppo2, 0, {"srl_model": "raw_pixels", "features_extractor": "small"}) == 1
@@ -141,6 +142,7 @@ def test_auto_threads_see_the_features_extractor(monkeypatch: pytest.MonkeyPatch
         settings = {"srl_model": "raw_pixels", "features_extractor": "small"}
         assert train_checks.runThreadsFor(registered_rl[algo][0], 0, settings) == threads, algo
     assert train_checks.runThreadsFor(registered_rl["maskable_ppo"][0], 0, {"srl_model": "raw_pixels"}) == 3
+    assert train_checks.runThreadsFor(ppo2, 0, {"srl_model": "raw_pixels"}) == 1  # (MediumCNN, ppo2's default)
 
 
 def test_a_one_parameter_threads_help_override_still_decides(monkeypatch: pytest.MonkeyPatch) -> None:

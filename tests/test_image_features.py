@@ -24,7 +24,6 @@ from stable_baselines3.sac.policies import CnnPolicy as SACCnnPolicy
 
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.image_features import (
-    DEFAULT_FEATURES_EXTRACTOR,
     FEATURES_EXTRACTORS,
     MediumCNN,
     SmallCNN,
@@ -97,6 +96,18 @@ def test_the_smaller_cnns_refuse_what_is_not_an_image(kind) -> None:
         kind(gym.spaces.Box(-1.0, 1.0, (8,), np.float32))
 
 
+@pytest.mark.parametrize("algo, default", [("ppo2", "medium"), ("maskable_ppo", "nature"), ("a2c", "nature"),
+                                           ("sac", "nature"), ("gail", "nature")])
+def test_each_algorithm_has_its_own_default_extractor(algo, default) -> None:
+    """ppo2 trains MediumCNN on raw pixels unless told otherwise (it learned both robots' tasks as NatureCNN did, faster:
+    docs/benchmarks.md); the others keep SB3's NatureCNN. On a state the flag does nothing, and args.json records the
+    algorithm's default."""
+    argv = ["--algo", algo, "--env", "MobileRobotGymEnv-v0", "--no-vis"]
+    assert train.parseCommand([*argv, "--srl-model", "raw_pixels"])[0].features_extractor == default
+    state = {"srl_model": "ground_truth", "features_extractor": "small"}
+    assert registered_rl[algo][0].idleOptions(state)["features_extractor"][0] == default
+
+
 @pytest.mark.slow
 def test_the_flag_reaches_the_policy_and_the_saved_model_keeps_it(tmp_path) -> None:
     algo = registered_rl["ppo2"][0]
@@ -106,7 +117,7 @@ def test_the_flag_reaches_the_policy_and_the_saved_model_keeps_it(tmp_path) -> N
     assert model.policy_kwargs["net_arch"] == [] and not list(model.policy.mlp_extractor.parameters())
     default = trainHere("--algo", "ppo2", *PIXELS, *SHORT, "--log-dir", tmp_path / "b")
     model = algo.load(os.path.join(default, "ppo2_model.zip")).model
-    assert isinstance(model.policy.features_extractor, FEATURES_EXTRACTORS[DEFAULT_FEATURES_EXTRACTOR])
+    assert isinstance(model.policy.features_extractor, MediumCNN)  # (ppo2's default)
     # a model continued from the saved one keeps its extractor, whatever the flag says
     continued = trainHere("--algo", "ppo2", *PIXELS, *SHORT, "--load-rl-model-path",
                           os.path.join(small, "ppo2_model.zip"), "--log-dir", tmp_path / "c")

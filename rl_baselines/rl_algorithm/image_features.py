@@ -73,6 +73,8 @@ class MediumCNN(SmallCNN):
 # --features-extractor choices -> the SB3 features extractor class
 FEATURES_EXTRACTORS: dict[str, type[BaseFeaturesExtractor]] = {"nature": NatureCNN, "medium": MediumCNN,
                                                                "small": SmallCNN}
+# the pixel policy's CNN of an algorithm that names none of its own (StableBaselinesRLObject.DEFAULT_FEATURES_EXTRACTOR;
+# ppo2: medium), and of every run recorded before --features-extractor existed (args.json's format 3)
 DEFAULT_FEATURES_EXTRACTOR = "nature"
 
 

@@ -27,6 +27,9 @@ class PPO2Model(AugmentLossChoice, StableBaselinesRLObject):
     # (docs/benchmarks.md), MediumCNN 389-390 against 349-359 with 4; NatureCNN gains from the second thread and keeps
     # the cores' share
     EXTRACTOR_THREADS_HELP = {"small": False, "medium": False}
+    # MediumCNN: NatureCNN's learning on both robots' tasks (as many seeds at the threshold, in no more steps) at
+    # 1.4-1.5x its rate (docs/benchmarks.md, "MediumCNN against NatureCNN"; the README's features extractors)
+    DEFAULT_FEATURES_EXTRACTOR = "medium"
     HYPERPARAMS = {
         "n_steps": Hyperparam(128, "steps per env between updates", bounds=(1, None), search=(32, 2048)),
         # >= 2: SB3 normalises the advantages over each minibatch (its assertion, batch_size > 1)

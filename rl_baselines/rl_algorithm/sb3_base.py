@@ -112,6 +112,8 @@ class StableBaselinesRLObject(BaseRLObject):
     # "Torch threads per algorithm on images"): True the process's share of the cores, False one thread; an extractor
     # not listed gets threadsHelp's answer (:meth:`threadsHelpFor`)
     EXTRACTOR_THREADS_HELP: ClassVar[Mapping[str, bool]] = {}
+    # --features-extractor's default: the pixel policy's CNN (a key of FEATURES_EXTRACTORS) where the run names none
+    DEFAULT_FEATURES_EXTRACTOR: ClassVar[str] = DEFAULT_FEATURES_EXTRACTOR
 
     def __init__(self) -> None:
         super().__init__()
@@ -132,7 +134,7 @@ class StableBaselinesRLObject(BaseRLObject):
         group = parser.add_argument_group(f"{cls.NAME} hyperparameters (defaults in brackets)")
         cls.addHyperparamArguments(parser, group=group)
         addLrScheduleFlag(group, cls.DEFAULT_LR_SCHEDULE)
-        addFeaturesExtractorFlag(group)
+        addFeaturesExtractorFlag(group, cls.DEFAULT_FEATURES_EXTRACTOR)
         return parser
 
     def seedActionSampling(self, seed: int) -> None:
@@ -146,10 +148,10 @@ class StableBaselinesRLObject(BaseRLObject):
     @classmethod
     def idleOptions(cls, settings: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
         """``--features-extractor`` on a state (the pixel policy's flag, which does nothing there: train warns once,
-        not a refusal, and args.json records the default)."""
+        not a refusal, and args.json records the algorithm's default)."""
         if "features_extractor" not in settings or settings.get("srl_model") == "raw_pixels":
             return {}
-        return {"features_extractor": (DEFAULT_FEATURES_EXTRACTOR, "chooses the pixel policy's CNN (--srl-model "
+        return {"features_extractor": (cls.DEFAULT_FEATURES_EXTRACTOR, "chooses the pixel policy's CNN (--srl-model "
                                        f"raw_pixels); it does nothing for --srl-model {settings.get('srl_model')!r}, "
                                        "a state read by an MLP")}
 
@@ -157,7 +159,7 @@ class StableBaselinesRLObject(BaseRLObject):
     def threadsHelpFor(cls, settings: Mapping[str, Any]) -> bool:
         """On raw pixels, the answer :data:`EXTRACTOR_THREADS_HELP` gives for the run's ``--features-extractor``
         where it lists it (ppo2's SmallCNN: one thread); otherwise :meth:`threadsHelp`'s."""
-        extractor = settings.get("features_extractor", DEFAULT_FEATURES_EXTRACTOR)
+        extractor = settings.get("features_extractor", cls.DEFAULT_FEATURES_EXTRACTOR)
         if settings.get("srl_model") == "raw_pixels" and extractor in cls.EXTRACTOR_THREADS_HELP:
             return cls.EXTRACTOR_THREADS_HELP[extractor]
         return super().threadsHelpFor(settings)
@@ -423,7 +425,7 @@ class StableBaselinesRLObject(BaseRLObject):
             kwargs = self.modelKwargs(settings, hyperparams, self.env)
             policy = self.POLICIES["pixels" if pixels else "state"]
             if pixels:
-                extractor = settings.option("features_extractor", DEFAULT_FEATURES_EXTRACTOR)
+                extractor = settings.option("features_extractor", self.DEFAULT_FEATURES_EXTRACTOR)
                 kwargs["policy_kwargs"] = {**pixelPolicyKeywords(extractor, self.SB3_CLASS.policy_aliases[policy]),
                                            **kwargs.get("policy_kwargs", {})}
             self.model = self.SB3_CLASS(policy, self.env, seed=settings.seed, device=device, verbose=0, **kwargs)
@@ -603,16 +605,17 @@ def addLrScheduleFlag(group: Any, default: str) -> None:
                        help=f"learning-rate schedule [{default}]")
 
 
-def addFeaturesExtractorFlag(group: Any) -> None:
+def addFeaturesExtractorFlag(group: Any, default: str = DEFAULT_FEATURES_EXTRACTOR) -> None:
     """
     ``--features-extractor``, the image features extractor of the SB3 pixel policy (:data:`FEATURES_EXTRACTORS`).
 
     :param group: the parser or argument group that takes it
+    :param default: the algorithm's ``DEFAULT_FEATURES_EXTRACTOR``
     """
-    group.add_argument("--features-extractor", choices=sorted(FEATURES_EXTRACTORS), default=DEFAULT_FEATURES_EXTRACTOR,
+    group.add_argument("--features-extractor", choices=sorted(FEATURES_EXTRACTORS), default=default,
                        help="image features extractor of the pixel policy (raw_pixels): nature = SB3's NatureCNN, "
                             "medium and small = CNNs sized for 64x64 frames, about 1/2 and 1/3 of its multiply-adds "
-                            f"[{DEFAULT_FEATURES_EXTRACTOR}]")
+                            f"[{default}]")
 
 
 def addLearnerHyperparamFlags(parser: argparse.ArgumentParser, learners: dict[str, type[StableBaselinesRLObject]],

@@ -187,7 +187,7 @@ class TrainConfig:
                                  "(or 0): for a CNN on images the process's share of the cores (OMP_NUM_THREADS where "
                                  "set: the pipeline and the search set it for their runs; else every usable core; "
                                  "a2c, acktr, acer, ppo_lstm, and ppo2 and maskable_ppo with --features-extractor "
-                                 "small: 1), else 1; resolved by validation and recorded",
+                                 "medium (ppo2's default) or small: 1), else 1; resolved by validation and recorded",
                                  parse=parseThreads, metavar="N|auto")
     tensorboard_log: str | None = setting(None, "also write a tensorboard log, in DIR/<env>_<srl-model>_<algo>_<run "
                                           "folder name>/ (_2, ... where another run's has that name; episode "
