@@ -43,6 +43,8 @@ from benchmarks.srl_rl.running import runEverything
 from environments import rendererRefusal
 from environments.registry import defaultRenderersText
 from environments.srl_env import RENDERERS
+from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS
+from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.sweeps.executors import checkRayAddress
 from rl_baselines.sweeps.sweep import canonicalPath
 from srl_models import prepare
@@ -130,6 +132,11 @@ def buildParser() -> CLIParser:
     parser.add_argument("--envs", type=envCount, default=RUN_ENVS, metavar="N",
                         help=f"envs per ppo2 run (train's --num-cpu) [{RUN_ENVS}: ppo2's default; 1 finds the runs "
                              "archived with one env, ppo2's default until 2026-12-05]")
+    parser.add_argument("--features-extractor", choices=sorted(FEATURES_EXTRACTORS), default=None, metavar="NAME",
+                        help=f"the raw-pixel rows' CNN (train's --features-extractor: "
+                             f"{', '.join(sorted(FEATURES_EXTRACTORS))}) [ppo2's default, "
+                             f"{PPO2Model.DEFAULT_FEATURES_EXTRACTOR}; nature finds the runs archived with NatureCNN, "
+                             "ppo2's default until 2026-12-06]")
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
                         help="where the pipeline runs the runs: local processes, or Ray tasks on a cluster "
                              "(pip install 'srl-toolbox[ray]'; prepare still runs here) [local]")
@@ -232,7 +239,8 @@ def settingsFrom(args: Any) -> Settings:
                     canonicalPath(bench_dir, base), args.srl_seed,
                     extra, args.workers, args.nice, args.no_progress, own_datasets=args.quick, base=base,
                     archive_file=archive, extra_plans=others, executor=args.executor,
-                    ray_address=args.ray_address, renderer=args.renderer, envs=args.envs)
+                    ray_address=args.ray_address, renderer=args.renderer, envs=args.envs,
+                    features_extractor=args.features_extractor)
 
 
 def checkEvalFreq(eval_freq: int, steps: int, run: str) -> None:

@@ -452,6 +452,8 @@ class Settings:
     :param renderer: ``--renderer`` of prepare and of the runs, for the envs that offer it (None: not passed, each
         env's default)
     :param envs: each run's envs (train's ``--num-cpu``)
+    :param features_extractor: train's ``--features-extractor`` for every run (None: not passed, ppo2's default); it
+        does nothing for a state, whose runs keep their keys
     """
 
     plans: list[EnvPlan]
@@ -473,6 +475,7 @@ class Settings:
     ray_address: str | None = None
     renderer: str | None = None
     envs: int = RUN_ENVS
+    features_extractor: str | None = None
 
     @property
     def config_file(self) -> str:
@@ -532,7 +535,8 @@ class Settings:
         renderer = self.envRenderer(plan.env)
         return [*plan.flags, *plan.run_flags, *(["--renderer", renderer] if renderer else []), "--num-timesteps",
                 str(plan.steps), "--eval-freq", str(plan.eval_freq), "--eval-episodes", str(plan.eval_episodes),
-                "--num-cpu", str(self.envs), "--srl-config-file", self.configFile(plan.env)]
+                "--num-cpu", str(self.envs), "--srl-config-file", self.configFile(plan.env),
+                *(["--features-extractor", self.features_extractor] if self.features_extractor else [])]
 
     def pipelineCommand(self, plan: EnvPlan, observations: Sequence[str] | None = None,
                         seeds: Sequence[int] | None = None) -> list[str]:
