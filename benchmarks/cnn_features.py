@@ -60,7 +60,7 @@ from srl_toolbox.devices import threadsEnvironment, threadsShare
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NATURE = "nature"  # SB3's NatureCNN, against which each other extractor is judged
-EXTRACTORS = (NATURE, "medium")  # --extractors' default: NatureCNN and the candidate for ppo2's default
+EXTRACTORS = (NATURE, "medium")  # --extractors' default: NatureCNN and ppo2's default, MediumCNN
 GROUND_TRUTH = "ground_truth"
 ALGO = "ppo2"
 
