@@ -46,8 +46,7 @@ MOBILE_1D = "MobileRobot1DGymEnv-v0"
 KUKA_MOVING = "KukaMovingButtonGymEnv-v0"
 ALGO = "ppo2"
 # Envs per run (train's --num-cpu): ppo2's default, given to every run so that a later default of train changes no
-# archived run; --envs 1 finds the runs made with one env (ppo2's default until 2026-12-05, docs/srl.md, "Four envs
-# per update")
+# archived run (--envs 1: ppo2's default until 2026-12-05, docs/srl.md, "Four envs per update")
 RUN_ENVS = 4
 GROUND_TRUTH = "ground_truth"
 RAW_PIXELS = "raw_pixels"
@@ -452,8 +451,7 @@ class Settings:
     :param renderer: ``--renderer`` of prepare and of the runs, for the envs that offer it (None: not passed, each
         env's default)
     :param envs: each run's envs (train's ``--num-cpu``)
-    :param features_extractor: train's ``--features-extractor`` for every run (None: not passed, ppo2's default); it
-        does nothing for a state, whose runs keep their keys
+    :param features_extractor: train's ``--features-extractor`` for every run (None: ppo2's default; idle on a state)
     """
 
     plans: list[EnvPlan]
@@ -528,15 +526,12 @@ class Settings:
         return list(dict.fromkeys(modelName(name) for name in self.learned))
 
     def trainFlags(self, plan: EnvPlan) -> list[str]:
-        """
-        :param plan: an env's plan
-        :return: the train flags every run of the env gets (besides algo, env, srl-model, seed)
-        """
-        renderer = self.envRenderer(plan.env)
+        """:return: the train flags every run of the env (``plan``) gets, besides algo, env, srl-model and seed"""
+        renderer, extractor = self.envRenderer(plan.env), self.features_extractor
         return [*plan.flags, *plan.run_flags, *(["--renderer", renderer] if renderer else []), "--num-timesteps",
                 str(plan.steps), "--eval-freq", str(plan.eval_freq), "--eval-episodes", str(plan.eval_episodes),
                 "--num-cpu", str(self.envs), "--srl-config-file", self.configFile(plan.env),
-                *(["--features-extractor", self.features_extractor] if self.features_extractor else [])]
+                *(["--features-extractor", extractor] if extractor else [])]
 
     def pipelineCommand(self, plan: EnvPlan, observations: Sequence[str] | None = None,
                         seeds: Sequence[int] | None = None) -> list[str]:
