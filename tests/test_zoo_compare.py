@@ -176,7 +176,11 @@ def test_given_hyperparameters_reach_both_programs_and_keep_the_default_runs(tmp
                 params = yaml.safe_load(stream)[zoo_compare.ENV]
             assert params["clip_range_vf"] == 0.2 and params["vf_coef"] == 0.1 and params["target_kl"] is None
     assert "| toolbox ppo2, raw_pixels, clip_range_vf 0.2, vf_coef 0.1 | 0 |" in capsys.readouterr().out
-    assert "--hyperparam" not in zoo_compare.toolboxCommand("raw_pixels", 10, 5, 0, "d", None)  # defaults: no flag
+    raw = zoo_compare.toolboxCommand("raw_pixels", 10, 5, 0, "d", None)
+    assert "--hyperparam" not in raw  # defaults: no flag
+    # rl_zoo3's CnnPolicy builds SB3's NatureCNN, not ppo2's default MediumCNN: the toolbox's raw-pixel runs take it too
+    assert raw[raw.index("--features-extractor") + 1] == "nature"
+    assert "--features-extractor" not in zoo_compare.toolboxCommand("srl_splits", 10, 5, 0, "d", "srl.yaml")
 
 
 def test_each_run_made_shows_the_count_and_time_left_and_the_block_says_where(tmp_path, monkeypatch, capsys):
