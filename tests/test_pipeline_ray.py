@@ -491,8 +491,9 @@ def _interruptedSweep(log_dir: str, signum: int, env: dict[str, str], *ray_addre
 def test_ray_sweep_on_a_local_instance(tmp_path, ray_head) -> None:
     address, ray_env = ray_head
     log_dir = str(tmp_path / "logs")
-    # one PPO epoch per rollout: the raw-pixel run trains its CNN on 2 threads (below), which is most of its cost
-    flags = [*TRAIN_FLAGS, "--hyperparam", "n_epochs:1"]
+    # one PPO epoch per rollout: the raw-pixel run trains its CNN on 2 threads (below), which is most of its cost;
+    # NatureCNN, which takes the process's share under auto (ppo2's default MediumCNN takes one thread)
+    flags = [*TRAIN_FLAGS, "--hyperparam", "n_epochs:1", "--features-extractor", "nature"]
     args = ["--algo", "ppo2", "--env", ENVS[1], "--srl-model", *SRL_MODELS, "--num-iteration", "1", "--log-dir",
             log_dir, "--no-vis", "--no-progress", "--executor", "ray", *flags]
     specs = expandGrid(["ppo2"], ENVS[1:], SRL_MODELS, [0], flags, log_dir, cwd=REPO)

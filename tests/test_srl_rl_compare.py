@@ -201,9 +201,10 @@ def test_the_committed_archive_compares_each_default_renderer_with_tinyrenderer(
     each (on Kuka, those of its physics version 2, chosen before version 1's, which also differ by the physics). Raw
     pixels, made again under ppo2's raw-pixel default (clip_range_vf 0.2), compare with their unclipped runs of the same
     renderer first (5 seeds), and the TinyRenderer ones differ by both; raw pixels with --augment shift (DrAC's update
-    now) with RAD's runs of the same renderer first."""
+    now) with RAD's runs of the same renderer first. The raw-pixel runs of one env trained NatureCNN (ppo2's default
+    until 2026-12-06): `--features-extractor nature`."""
     earlier = compare.loadComparison(plans.RUNS_FILE)
-    settings = _settings(["--envs", "1"])
+    settings = _settings(["--envs", "1", "--features-extractor", "nature"])
     for env, renderer in ((MOBILE, "sprites"), (KUKA, "lowpoly")):
         plan = next(plan for plan in settings.plans if plan.env == env)
         specs = settings.specs(plan)
@@ -239,12 +240,15 @@ def test_the_committed_archive_compares_each_default_renderer_with_tinyrenderer(
                               if env == KUKA and observation not in ("atc", "curl") else [])
 
 
-def test_the_committed_archive_compares_four_envs_per_run_with_one_on_every_task() -> None:
-    """The benchmark's default (ppo2's 4 envs per run) against the runs of one env on every task and row: the same
-    seeds, renderer and physics, only the number of envs differs (the raw-pixel rows: their runs under the same update,
-    the latest of their earlier settings)."""
+@pytest.mark.parametrize("argv", [[], ["--features-extractor", "nature"]])
+def test_the_committed_archive_compares_four_envs_per_run_with_one_on_every_task(argv) -> None:
+    """The benchmark's runs of 4 envs (ppo2's default) against the runs of one env on every task and row: the same
+    seeds, renderer and physics, only the number of envs differs (the raw-pixel rows: their runs under the same update
+    and CNN). The raw-pixel rows' runs of MediumCNN (ppo2's default) and of NatureCNN (its default before, the one of
+    their runs of one env) compare with each other first, the latest of 5 seeds; with ``--features-extractor nature``
+    their earlier settings also hold the runs of one env, which differ from them by that alone."""
     earlier = compare.loadComparison(plans.RUNS_FILE)
-    settings = _settings([])
+    settings = _settings(argv)
     assert [plan.env for plan in settings.plans] == list(plans.PLANS)
     for plan in settings.plans:
         specs = settings.specs(plan)
@@ -254,8 +258,16 @@ def test_the_committed_archive_compares_four_envs_per_run_with_one_on_every_task
             planned = _plannedSettings(specs, observation)
             group = compare.chosenGroup(found)
             changes = compare.settingsChanges(group.train, planned, group.physics, recorded.envPhysics(plan.env))
+            seeds = sorted(int(spec.seed) for spec in specs if plans.specObservation(spec) == observation)
+            if plans.modelName(observation) == plans.RAW_PIXELS:
+                cnn = "features_extractor medium -> nature" if argv else "features_extractor nature -> medium"
+                assert changes == [cnn] and group.seeds == seeds, (plan.env, observation, changes)
+                if not argv:
+                    continue
+                group = compare.chosenGroup([group for group in found if group.train["num_cpu"] == 1])
+                changes = compare.settingsChanges(group.train, planned, group.physics, recorded.envPhysics(plan.env))
             assert changes == ["num_cpu 1 -> 4"], (plan.env, observation, changes)
-            assert group.seeds == sorted(int(spec.seed) for spec in specs if plans.specObservation(spec) == observation)
+            assert group.seeds == seeds
 
 
 @pytest.mark.parametrize("content, message", [

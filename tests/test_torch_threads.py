@@ -22,8 +22,10 @@ from srl_toolbox.files import readJson
 
 RUN = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps", "128",
        "--hyperparam", "n_steps:64", "--seed", "1"]
+# NatureCNN, which takes the process's share of the cores under auto (ppo2's default MediumCNN trains on one thread)
 PIXELS = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels", "--img-shape", "3", "36", "36",
-          "--num-timesteps", "64", "--hyperparam", "n_steps:64", "batch_size:32", "--seed", "1"]
+          "--features-extractor", "nature", "--num-timesteps", "64", "--hyperparam", "n_steps:64", "batch_size:32",
+          "--seed", "1"]
 
 
 @pytest.fixture

@@ -426,13 +426,13 @@ def test_flags_warned_to_do_nothing_are_recorded_as_applied(tmp_path) -> None:
 def test_features_extractor_on_a_state_is_recorded_as_applied(tmp_path) -> None:
     """--features-extractor small on a state observation (the pixel policy's CNN): train warned that it does nothing,
     yet args.json recorded it as given, so that a ``gather_results --group-by`` on it set the run apart from the same
-    run without it. args.json records the default, as that run does; a sweep cell given the flag finds the run its
+    run without it. args.json records ppo2's default (medium), as that run does; a sweep cell given the flag finds the run its
     own (the run id of the run without the flag, its earlier id the one that counted the flag), and the run replays."""
     flags = ["--features-extractor", "small", "--num-timesteps", "64", "--hyperparam", "n_steps:64"]
     with pytest.warns(UserWarning, match="--features-extractor small chooses the pixel policy's CNN") as caught:
         run = trainHere("--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", *flags, "--log-dir", tmp_path)
     assert len([w for w in caught if "does nothing" in str(w.message)]) == 1
-    assert json.load(open(RunFolder(run).args_file))["features_extractor"] == "nature"
+    assert json.load(open(RunFolder(run).args_file))["features_extractor"] == "medium"
     spec = makeSpec("ppo2", ENV, "ground_truth", 0, flags, str(tmp_path))
     assert changedSettings(spec, run) == []
     # the run id counts it as applied, the same run's id without the flag; the id that counted it as given, under
