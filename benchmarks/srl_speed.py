@@ -94,6 +94,7 @@ MODE_FLAGS = {**{mode: ("--srl-model", "raw_pixels", *(() if mode == "raw_pixels
 # (TinyRenderer's rates with GOAL_ENVS envs on a reference machine), so a verdict does not move with this run's rows;
 # they are judged at GOAL_ENVS envs and at ppo2's default envs (what a user gets).
 SPEED_GOALS = (("vae", 281.0, 4.0), ("raw_pixels", 168.0, 3.0))
+GOAL_START = "e6eec80"  # the commit the goals count from: `python benchmarks/srl_speed.py --num-cpu 2` in a worktree of it
 GOAL_ENVS = 2
 
 
@@ -335,8 +336,9 @@ def goalVerdicts(rows: list[dict[str, Any]]) -> str:
     """
     :param rows: the measured rows (at train's default threads)
     :return: one sentence per goal (:data:`SPEED_GOALS`) and count of envs measured of :data:`GOAL_ENVS` and ppo2's
-        default, with this run's own TinyRenderer rows beside them, then the ceiling: ground truth's rate (what PPO's
-        rollouts and updates alone allow) at GOAL_ENVS envs, as a multiple of the TinyRenderer VAE rate
+        default, with this run's own TinyRenderer rows beside them, and where they are judged; then the ceiling:
+        ground truth's rate (what PPO's rollouts and updates alone allow) at GOAL_ENVS envs, as a multiple of the
+        TinyRenderer VAE rate
     """
     sentences = []
     for num_cpu in sorted({GOAL_ENVS, defaultEnvs("ppo2")}):
@@ -352,6 +354,10 @@ def goalVerdicts(rows: list[dict[str, Any]]) -> str:
             sentences.append(f"Goal {mode}, {num_cpu} envs{default}, >= {factor:g}x {baseline:g} steps/s "
                              f"({GOAL_ENVS} envs' baseline): {verdict} ({best[0]}: {best[1]:,.0f} steps/s, "
                              f"{best[1] / baseline:.2f}x{same_run}).")
+    if sentences:
+        sentences.append(f"The baselines are one reference machine's figures; machines of this kind differ by up to "
+                         f"1.8x, so a goal is judged side by side with {GOAL_START}, the goals' start, on the same "
+                         "machine (docs/benchmarks.md).")
     ceiling = next((row["rate"] for row in rows if row["mode"] == "ground_truth" and row["num_cpu"] == GOAL_ENVS), None)
     reference = next((row["rate"] for row in rows if row["mode"] == "vae" and row["num_cpu"] == GOAL_ENVS
                       and row["renderer"] == REFERENCE_RENDERER), None)

@@ -16,6 +16,10 @@ def test_verdicts_and_ceiling():
            "run's tinyrenderer)." in text
     assert "Goal raw_pixels, 2 envs, >= 3x 168 steps/s (2 envs' baseline): met (sprites: 600 steps/s" in text
     assert "ground truth, 2 envs, 800 steps/s (no image, no encoder) = 4.00x this run's tinyrenderer vae." in text
+    # the fixed baselines are one machine's: the verdicts say where a goal is judged
+    assert ("The baselines are one reference machine's figures; machines of this kind differ by up to 1.8x, so a goal "
+            "is judged side by side with e6eec80, the goals' start, on the same machine") in text
+    assert "reference machine" not in goalVerdicts([_row("ground_truth", "", 800.0)])  # (no goal measured)
 
 
 def test_the_goals_are_judged_at_ppo2s_default_envs_too():
