@@ -54,8 +54,8 @@ from srl_toolbox.cli import CLIParser, positiveInt, runCommand
 N_ACTIONS = 4  # MobileRobotGymEnv-v0's discrete actions
 WARM_UP = 5
 SIZES = (36, 48, 64, 84, 128)  # NatureCNN takes 36x36 and more
-# ppo2's hyperparameters from raw pixels, as a run of train gets them (its defaults, the raw-pixel ones over them)
 DEFAULT_EXTRACTOR = PPO2Model.DEFAULT_FEATURES_EXTRACTOR  # what ppo2 trains on raw pixels without --features-extractor
+# ppo2's hyperparameters from raw pixels, as a run of train gets them (its defaults, the raw-pixel ones over them)
 PIXEL_HYPERPARAMS = plainValues({**PPO2Model.DEFAULT_HYPERPARAMS, **{
     flag.removeprefix("hp_"): value for flag, value in pixelDefaultFlags(PPO2Model, "raw_pixels", {}).items()}})
 
@@ -163,7 +163,8 @@ def formatTable(rows: list[dict[str, Any]]) -> str:
 
 
 def defaultCeilings(rows: list[dict[str, Any]]) -> str:
-    """:return: the ceiling of ppo2's default update (NatureCNN, float32, its minibatch size) per thread count"""
+    """:return: the ceiling of ppo2's default update (:data:`DEFAULT_EXTRACTOR`, float32, its minibatch size) per thread
+    count"""
     default = [row for row in rows if row["extractor"] == DEFAULT_EXTRACTOR and not row["bfloat16"]
                and row["batch"] == PIXEL_HYPERPARAMS["batch_size"]]
     parts = [f"{ceiling(row['ms'] / row['batch']):,.0f} steps/s on {row['threads']} torch thread(s)" for row in default]
