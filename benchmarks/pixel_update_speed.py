@@ -2,18 +2,19 @@
 puts on ppo2's steps/s, per features extractor, minibatch size, torch threads and precision.
 
 The policy is SB3's ``ActorCriticCnnPolicy`` as ppo2 builds it from raw pixels (3 x size x size images, the features
-extractor of ``--features-extractor`` with its heads: ``rl_baselines.rl_algorithm.image_features``), for
-MobileRobot's 4 discrete actions, with random weights. A minibatch step is what SB3's ``PPO.train`` does for each
-minibatch, at ppo2's raw-pixel hyperparameters (``PPO2Model.HYPERPARAMS``, the pixel defaults included):
-``evaluate_actions`` on images of 0-255 (the policy scales them), the advantages normalised over the minibatch, the
-clipped surrogate, the clipped value loss and the entropy bonus, ``backward``, the gradient clipped at
-``max_grad_norm``, Adam's step. Images, actions, advantages, returns and old log-probabilities are random: the time
-does not depend on them.
+extractor of ``--features-extractor`` with its heads, computing in ``--precision``:
+``rl_baselines.rl_algorithm.image_features``), for MobileRobot's 4 discrete actions, with random weights. A minibatch
+step is what SB3's ``PPO.train`` does for each minibatch, at ppo2's raw-pixel hyperparameters
+(``PPO2Model.HYPERPARAMS``, the pixel defaults included): ``evaluate_actions`` on images of 0-255 (the policy scales
+them), the advantages normalised over the minibatch, the clipped surrogate, the clipped value loss and the entropy
+bonus, ``backward``, the gradient clipped at ``max_grad_norm``, Adam's step. Images, actions, advantages, returns and
+old log-probabilities are random: the time does not depend on them.
 
 Variants, each timed over ``--steps`` minibatch steps after a warm-up, alternated over ``--repeats`` rounds (median
 kept): each extractor of ``--extractors`` at each minibatch size of ``--batch-sizes`` and each torch thread count of
 ``--threads``, in float32; then ppo2's default extractor (:data:`DEFAULT_EXTRACTOR`, MediumCNN) at its minibatch size
-under bfloat16 autocast (weights, gradients and Adam in float32), at each thread count.
+with ``--precision bfloat16`` (its layers under bfloat16 autocast; weights, heads, losses and Adam in float32), at each
+thread count.
 
 Per variant: ms per minibatch, ms per sample, and the ceiling: ppo2's steps/s if a step cost nothing but its share
 of the update, ``1000 / (n_epochs x ms per sample)`` at ppo2's ``n_epochs`` (each env step's sample is trained on
@@ -60,13 +61,14 @@ PIXEL_HYPERPARAMS = plainValues({**PPO2Model.DEFAULT_HYPERPARAMS, **{
     flag.removeprefix("hp_"): value for flag, value in pixelDefaultFlags(PPO2Model, "raw_pixels", {}).items()}})
 
 
-def pixelPolicy(size: int, extractor: str) -> ActorCriticCnnPolicy:
-    """:return: SB3's CnnPolicy of 3 x size x size uint8 images with the named features extractor, random weights"""
+def pixelPolicy(size: int, extractor: str, precision: str = "float32") -> ActorCriticCnnPolicy:
+    """:return: SB3's CnnPolicy of 3 x size x size uint8 images with the named features extractor computing in
+    ``precision``, random weights"""
     torch.manual_seed(0)
     space = gym.spaces.Box(0, 255, (3, size, size), np.uint8)
     rate = PIXEL_HYPERPARAMS["learning_rate"]
     return ActorCriticCnnPolicy(space, gym.spaces.Discrete(N_ACTIONS), lambda _: rate,
-                                **pixelPolicyKeywords(extractor, ActorCriticCnnPolicy))
+                                **pixelPolicyKeywords(extractor, ActorCriticCnnPolicy, precision))
 
 
 def randomMinibatch(size: int, batch: int) -> dict[str, torch.Tensor]:
@@ -82,26 +84,24 @@ def randomMinibatch(size: int, batch: int) -> dict[str, torch.Tensor]:
             "returns": torch.randn(batch, generator=generator)}
 
 
-def minibatchStep(policy: ActorCriticCnnPolicy, data: dict[str, torch.Tensor], bfloat16: bool = False) -> float:
+def minibatchStep(policy: ActorCriticCnnPolicy, data: dict[str, torch.Tensor]) -> float:
     """
     One minibatch of SB3's ``PPO.train`` at ppo2's raw-pixel hyperparameters (the module docstring).
 
-    :param bfloat16: the forward pass and the losses under bfloat16 autocast
     :return: the minibatch's loss
     """
     hyper = PIXEL_HYPERPARAMS
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bfloat16):
-        values, log_prob, entropy = policy.evaluate_actions(data["observations"], data["actions"])
-        values, log_prob = values.flatten().float(), log_prob.float()
-        advantages = (data["advantages"] - data["advantages"].mean()) / (data["advantages"].std() + 1e-8)
-        ratio = torch.exp(log_prob - data["old_log_prob"])
-        clip = hyper["clip_range"]
-        policy_loss = -torch.min(advantages * ratio, advantages * torch.clamp(ratio, 1 - clip, 1 + clip)).mean()
-        clip_vf = hyper["clip_range_vf"]
-        predicted = values if clip_vf is None else (
-            data["old_values"] + torch.clamp(values - data["old_values"], -clip_vf, clip_vf))
-        value_loss = functional.mse_loss(data["returns"], predicted)
-        loss = policy_loss - hyper["ent_coef"] * entropy.float().mean() + hyper["vf_coef"] * value_loss
+    values, log_prob, entropy = policy.evaluate_actions(data["observations"], data["actions"])
+    values = values.flatten()
+    advantages = (data["advantages"] - data["advantages"].mean()) / (data["advantages"].std() + 1e-8)
+    ratio = torch.exp(log_prob - data["old_log_prob"])
+    clip = hyper["clip_range"]
+    policy_loss = -torch.min(advantages * ratio, advantages * torch.clamp(ratio, 1 - clip, 1 + clip)).mean()
+    clip_vf = hyper["clip_range_vf"]
+    predicted = values if clip_vf is None else (
+        data["old_values"] + torch.clamp(values - data["old_values"], -clip_vf, clip_vf))
+    value_loss = functional.mse_loss(data["returns"], predicted)
+    loss = policy_loss - hyper["ent_coef"] * entropy.mean() + hyper["vf_coef"] * value_loss
     policy.optimizer.zero_grad()
     loss.backward()
     torch.nn.utils.clip_grad_norm_(policy.parameters(), hyper["max_grad_norm"])
@@ -109,38 +109,38 @@ def minibatchStep(policy: ActorCriticCnnPolicy, data: dict[str, torch.Tensor], b
     return float(loss.detach())
 
 
-def millisecondsPerStep(policy: ActorCriticCnnPolicy, data: dict[str, torch.Tensor], steps: int,
-                        bfloat16: bool) -> float:
+def millisecondsPerStep(policy: ActorCriticCnnPolicy, data: dict[str, torch.Tensor], steps: int) -> float:
     """:return: the mean wall time of a minibatch step in ms, after :data:`WARM_UP` steps"""
     for _ in range(WARM_UP):
-        minibatchStep(policy, data, bfloat16)
+        minibatchStep(policy, data)
     start = time.perf_counter()
     for _ in range(steps):
-        minibatchStep(policy, data, bfloat16)
+        minibatchStep(policy, data)
     return 1e3 * (time.perf_counter() - start) / steps
 
 
 def variantsOf(extractors: list[str], batch_sizes: list[int], thread_counts: list[int]) -> list[dict[str, Any]]:
-    """:return: the measured variants (the module docstring), each as extractor, batch, threads and bfloat16"""
-    variants = [{"extractor": extractor, "batch": batch, "threads": count, "bfloat16": False}
+    """:return: the measured variants (the module docstring), each as extractor, batch, threads and precision"""
+    variants = [{"extractor": extractor, "batch": batch, "threads": count, "precision": "float32"}
                 for extractor in extractors for batch in batch_sizes for count in thread_counts]
     variants += [{"extractor": DEFAULT_EXTRACTOR, "batch": PIXEL_HYPERPARAMS["batch_size"], "threads": count,
-                  "bfloat16": True} for count in thread_counts]
+                  "precision": "bfloat16"} for count in thread_counts]
     return variants
 
 
 def measure(size: int, variants: list[dict[str, Any]], steps: int, repeats: int) -> list[dict[str, Any]]:
     """:return: each variant with its median ``ms`` per minibatch step"""
     times: list[list[float]] = [[] for _ in variants]
-    policies = {extractor: pixelPolicy(size, extractor) for extractor in {variant["extractor"] for variant in variants}}
+    kinds = {(variant["extractor"], variant["precision"]) for variant in variants}
+    policies = {kind: pixelPolicy(size, *kind) for kind in kinds}
     batches = {batch: randomMinibatch(size, batch) for batch in {variant["batch"] for variant in variants}}
     for round_index in range(repeats):
         order = range(len(variants)) if round_index % 2 == 0 else reversed(range(len(variants)))
         for index in order:
             variant = variants[index]
             with threads(variant["threads"]):
-                times[index].append(millisecondsPerStep(policies[variant["extractor"]], batches[variant["batch"]],
-                                                        steps, variant["bfloat16"]))
+                policy = policies[variant["extractor"], variant["precision"]]
+                times[index].append(millisecondsPerStep(policy, batches[variant["batch"]], steps))
     return [{**variant, "ms": statistics.median(values)} for variant, values in zip(variants, times)]
 
 
@@ -156,8 +156,7 @@ def formatTable(rows: list[dict[str, Any]]) -> str:
              f"ceiling: ppo2 steps/s at {epochs} epochs |", "|---|---|---:|---:|---:|---:|---:|"]
     for row in rows:
         per_sample = row["ms"] / row["batch"]
-        precision = "bfloat16 autocast" if row["bfloat16"] else "float32"
-        lines.append(f"| {row['extractor']} | {precision} | {row['batch']} | {row['threads']} | {row['ms']:.2f} | "
+        lines.append(f"| {row['extractor']} | {row['precision']} | {row['batch']} | {row['threads']} | {row['ms']:.2f} | "
                      f"{per_sample:.3f} | {ceiling(per_sample):,.0f} |")
     return "\n".join(lines)
 
@@ -165,7 +164,7 @@ def formatTable(rows: list[dict[str, Any]]) -> str:
 def defaultCeilings(rows: list[dict[str, Any]]) -> str:
     """:return: the ceiling of ppo2's default update (:data:`DEFAULT_EXTRACTOR`, float32, its minibatch size) per thread
     count"""
-    default = [row for row in rows if row["extractor"] == DEFAULT_EXTRACTOR and not row["bfloat16"]
+    default = [row for row in rows if row["extractor"] == DEFAULT_EXTRACTOR and row["precision"] == "float32"
                and row["batch"] == PIXEL_HYPERPARAMS["batch_size"]]
     parts = [f"{ceiling(row['ms'] / row['batch']):,.0f} steps/s on {row['threads']} torch thread(s)" for row in default]
     if not parts:

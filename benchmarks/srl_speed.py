@@ -14,6 +14,7 @@ renderer, side by side) and each number of parallel envs:
   The VAE is trained first, inside the benchmark, on a small generated dataset (a few episodes, a few epochs: the
   speed does not depend on its quality);
 - ``raw_pixels``: the same images go to SB3's CnnPolicy with ppo2's default ``--features-extractor`` (MediumCNN);
+- ``raw_pixels_bfloat16``: the same with ``--precision bfloat16`` (the CNN's layers under bfloat16 autocast);
 - ``raw_pixels_nature``, ``raw_pixels_small``: the same with ``--features-extractor nature`` (SB3's NatureCNN),
   ``small`` (SmallCNN);
 - ``ground_truth``: no rendering, MlpPolicy on the robot position.
@@ -80,15 +81,18 @@ from srl_toolbox.devices import parseThreads
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_ID = "MobileRobotGymEnv-v0"
 STATE_DIM = 32
-# raw-pixel mode -> its --features-extractor (raw_pixels: ppo2's default, given by no flag)
-RAW_PIXEL_MODES = {"raw_pixels": PPO2Model.DEFAULT_FEATURES_EXTRACTOR, "raw_pixels_nature": "nature",
-                   "raw_pixels_small": "small"}
+# raw-pixel mode -> its --features-extractor and --precision (raw_pixels: ppo2's defaults, given by no flag)
+RAW_PIXEL_MODES = {"raw_pixels": (PPO2Model.DEFAULT_FEATURES_EXTRACTOR, PPO2Model.DEFAULT_PRECISION),
+                   "raw_pixels_bfloat16": (PPO2Model.DEFAULT_FEATURES_EXTRACTOR, "bfloat16"),
+                   "raw_pixels_nature": ("nature", "float32"), "raw_pixels_small": ("small", "float32")}
 MODES = ("vae", "vae_other", *RAW_PIXEL_MODES, "ground_truth")
 IMAGE_MODES = ("vae", "vae_other", *RAW_PIXEL_MODES)
 LEARNED_MODES = ("vae", "vae_other")
 # observation mode -> its train flags (a learned model: --srl-model-path, given by timeRun)
-MODE_FLAGS = {**{mode: ("--srl-model", "raw_pixels", *(() if mode == "raw_pixels" else ("--features-extractor", name)))
-                 for mode, name in RAW_PIXEL_MODES.items()},
+MODE_FLAGS = {**{mode: ("--srl-model", "raw_pixels",
+                        *(() if name == PPO2Model.DEFAULT_FEATURES_EXTRACTOR else ("--features-extractor", name)),
+                        *(() if precision == PPO2Model.DEFAULT_PRECISION else ("--precision", precision)))
+                 for mode, (name, precision) in RAW_PIXEL_MODES.items()},
               "ground_truth": ("--srl-model", "ground_truth")}
 # The goals: (mode, baseline steps/s, factor); a goal is met at factor x baseline. The baselines are fixed figures
 # (TinyRenderer's rates with GOAL_ENVS envs on a reference machine), so a verdict does not move with this run's rows;
@@ -301,7 +305,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         if row["mode"] in LEARNED_MODES and row["num_cpu"] > 1:
             label += f", encoded {row['placement']}" + (" (the default)" if row["mode"] == "vae" else "")
         if row["mode"] in RAW_PIXEL_MODES:
-            label = f"raw_pixels, CnnPolicy ({FEATURES_EXTRACTORS[RAW_PIXEL_MODES[row['mode']]].__name__})"
+            name, precision = RAW_PIXEL_MODES[row["mode"]]
+            label = f"raw_pixels, CnnPolicy ({FEATURES_EXTRACTORS[name].__name__}" + (
+                ")" if precision == "float32" else f", --precision {precision})")
         elif row["mode"] == "ground_truth":
             label = "ground_truth, MlpPolicy"
         base = reference.get((row["mode"], row["num_cpu"], row["threads"])) if row["renderer"] else None

@@ -51,7 +51,7 @@ from rl_baselines.rl_algorithm.model_data import hyperparamsInData, readModelDat
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.rl_algorithm.sb3_base import (
     StableBaselinesRLObject,
-    addFeaturesExtractorFlag,
+    addFeaturesExtractorFlags,
     addLearnerHyperparamFlags,
     addLrScheduleFlag,
     learnerHyperparamTable,
@@ -176,7 +176,7 @@ class GAILModel(StableBaselinesRLObject):
         learner = addLearnerHyperparamFlags(parser, LEARNERS,
                                             "hyperparameters of the --gail-learner learner (defaults per learner)")
         addLrScheduleFlag(learner, cls.DEFAULT_LR_SCHEDULE)
-        addFeaturesExtractorFlag(learner, cls.DEFAULT_FEATURES_EXTRACTOR)
+        addFeaturesExtractorFlags(learner, cls.DEFAULT_FEATURES_EXTRACTOR, cls.DEFAULT_PRECISION)
         # args.json records the learner the run trains, not null: resolved right after parsing (as her's
         # --her-algo). A resumed run's arguments are read without it: an older args.json's null still resolves.
         parse_args = parser.parse_args

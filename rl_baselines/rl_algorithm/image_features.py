@@ -7,6 +7,12 @@
 - ``medium``: :class:`MediumCNN`, SmallCNN's convolutions with 16-48-48 filters and NatureCNN's 512 features: about
   half NatureCNN's multiply-adds per image.
 
+Each computes in the precision of ``--precision`` (:data:`PRECISIONS`, a constructor keyword, so saved in the model zip):
+``float32``, or ``bfloat16``: its convolutions and linear layer run under torch's bfloat16 autocast, forward and
+backward (the weights, their gradients and Adam stay float32) and its features come out as float32, so the policy's
+heads, its distribution and the losses are computed in float32 as ever. CPUs with bfloat16 instructions (AVX-512
+BF16, AMX) compute the CNN faster so; elsewhere bfloat16 is emulated and slower (:func:`nativeBFloat16`).
+
 Every extractor gets the heads SB3 gives NatureCNN in its actor-critic policies (:func:`pixelPolicyKeywords`): the
 action and value layers straight on the features (``net_arch=[]``). SB3 gives any other extractor two hidden tanh
 layers of 64 units per head, and with them SmallCNN did not learn the toolbox's tasks (docs/benchmarks.md).
@@ -18,15 +24,62 @@ built with.
 """
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
 import torch
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common import torch_layers
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.preprocessing import is_image_space
-from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, NatureCNN
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
+
+# --precision choices: what the features extractor computes in (the module docstring)
+PRECISIONS = ("float32", "bfloat16")
+DEFAULT_PRECISION = "float32"
+
+
+def checkedPrecision(precision: str) -> str:
+    """:return: ``precision``, one of :data:`PRECISIONS`; :raises ValueError: another"""
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; valid choices: {', '.join(PRECISIONS)}")
+    return precision
+
+
+@contextlib.contextmanager
+def computedIn(precision: str, device: torch.device) -> Iterator[None]:
+    """The block under bfloat16 autocast on ``device`` for ``bfloat16``, as it is for ``float32``."""
+    if precision == "bfloat16":
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            yield
+    else:
+        yield
+
+
+def nativeBFloat16() -> bool:
+    """:return: whether this machine's CPU computes bfloat16 matrix products in hardware (oneDNN's check: AVX-512
+    BF16 or AMX), where ``--precision bfloat16`` is faster than float32"""
+    return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
+class NatureCNN(torch_layers.NatureCNN):
+    """
+    SB3's NatureCNN, the same layers built in the same order (so the same weights from the same seed), computing in
+    ``precision`` (:data:`PRECISIONS`; the other arguments are SB3's).
+    """
+
+    def __init__(self, observation_space: gym.Space, features_dim: int = 512, normalized_image: bool = False,
+                 precision: str = DEFAULT_PRECISION) -> None:
+        super().__init__(observation_space, features_dim, normalized_image)
+        self.precision = checkedPrecision(precision)
+
+    def forward(self, observations: torch.Tensor) -> torch.Tensor:
+        with computedIn(self.precision, observations.device):
+            features = super().forward(observations)
+        return features.float()
 
 
 class SmallCNN(BaseFeaturesExtractor):
@@ -37,10 +90,11 @@ class SmallCNN(BaseFeaturesExtractor):
     :param features_dim: features out of the linear layer
     :param normalized_image: the images are already scaled to [0, 1] (SB3 passes it with ``normalize_images=False``)
     :param filters: output channels of the three convolutions
+    :param precision: what the layers compute in (:data:`PRECISIONS`)
     """
 
     def __init__(self, observation_space: gym.Space, features_dim: int = 256, normalized_image: bool = False,
-                 filters: tuple[int, int, int] = (16, 32, 32)) -> None:
+                 filters: tuple[int, int, int] = (16, 32, 32), precision: str = DEFAULT_PRECISION) -> None:
         if not (isinstance(observation_space, gym.spaces.Box)
                 and is_image_space(observation_space, check_channels=False, normalized_image=normalized_image)):
             raise ValueError(f"{type(self).__name__} takes channel-first images, not {observation_space}")
@@ -55,9 +109,12 @@ class SmallCNN(BaseFeaturesExtractor):
         with torch.no_grad():
             flat = self.cnn(torch.zeros((1, *observation_space.shape))).shape[1]
         self.linear = nn.Sequential(nn.Linear(flat, features_dim), nn.ReLU())
+        self.precision = checkedPrecision(precision)
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
-        return self.linear(self.cnn(observations))
+        with computedIn(self.precision, observations.device):
+            features = self.linear(self.cnn(observations))
+        return features.float()
 
 
 class MediumCNN(SmallCNN):
@@ -66,8 +123,8 @@ class MediumCNN(SmallCNN):
     """
 
     def __init__(self, observation_space: gym.Space, features_dim: int = 512, normalized_image: bool = False,
-                 filters: tuple[int, int, int] = (16, 48, 48)) -> None:
-        super().__init__(observation_space, features_dim, normalized_image, filters)
+                 filters: tuple[int, int, int] = (16, 48, 48), precision: str = DEFAULT_PRECISION) -> None:
+        super().__init__(observation_space, features_dim, normalized_image, filters, precision)
 
 
 # --features-extractor choices -> the SB3 features extractor class
@@ -82,18 +139,28 @@ DEFAULT_FEATURES_EXTRACTOR = "nature"
 ACTOR_CRITIC_POLICIES = (ActorCriticPolicy, MaskableActorCriticPolicy)
 
 
-def pixelPolicyKeywords(extractor: str, policy_class: type) -> dict[str, Any]:
+def pixelPolicyKeywords(extractor: str, policy_class: type, precision: str = DEFAULT_PRECISION) -> dict[str, Any]:
     """
     :param extractor: a ``--features-extractor`` name (:data:`FEATURES_EXTRACTORS`)
     :param policy_class: the SB3 pixel policy's class
-    :return: the policy's keywords for that extractor: its class and, in an actor-critic policy
-        (:data:`ACTOR_CRITIC_POLICIES`, the recurrent one included), NatureCNN's heads (``net_arch=[]``), which SB3 and
-        sb3-contrib give NatureCNN alone
+    :param precision: a ``--precision`` (:data:`PRECISIONS`)
+    :return: the policy's keywords for that extractor: its class, its precision where it is not float32, and, in an
+        actor-critic policy (:data:`ACTOR_CRITIC_POLICIES`, the recurrent one included), NatureCNN's heads
+        (``net_arch=[]``), which SB3 and sb3-contrib give NatureCNN alone
     """
     keywords: dict[str, Any] = {"features_extractor_class": FEATURES_EXTRACTORS[extractor]}
+    if checkedPrecision(precision) != DEFAULT_PRECISION:
+        keywords["features_extractor_kwargs"] = {"precision": precision}
     if issubclass(policy_class, ACTOR_CRITIC_POLICIES):
         keywords["net_arch"] = []
     return keywords
+
+
+def _extractorOf(model: Any) -> Any:
+    """:return: the features extractor of the model's policy, or of its actor (SAC and its kin); None without one"""
+    policy = getattr(model, "policy", None)
+    return getattr(policy, "features_extractor", None) or getattr(getattr(policy, "actor", None),
+                                                                  "features_extractor", None)
 
 
 def extractorName(model: Any) -> str | None:
@@ -103,10 +170,18 @@ def extractorName(model: Any) -> str | None:
         policy's or its actor's extractor: a zip saved without the keyword), None for a policy without one of them
         (a state's MLP)
     """
-    chosen = (getattr(model, "policy_kwargs", None) or {}).get("features_extractor_class")
-    if chosen is None:
-        policy = getattr(model, "policy", None)
-        extractor = getattr(policy, "features_extractor", None) or getattr(getattr(policy, "actor", None),
-                                                                           "features_extractor", None)
-        chosen = type(extractor)
+    chosen = (getattr(model, "policy_kwargs", None) or {}).get("features_extractor_class") or type(_extractorOf(model))
+    if chosen is torch_layers.NatureCNN:  # (a zip saved before the toolbox's own NatureCNN: SB3's, the same layers)
+        return "nature"
     return next((name for name, known in FEATURES_EXTRACTORS.items() if chosen is known), None)
+
+
+def precisionOf(model: Any) -> str | None:
+    """
+    :param model: an SB3 model (new, or loaded from its zip)
+    :return: the ``--precision`` its policy's CNN computes in (float32 for SB3's own NatureCNN of an older zip), None
+        for a policy without a CNN of :data:`FEATURES_EXTRACTORS` (a state's MLP)
+    """
+    if extractorName(model) is None:
+        return None
+    return str(getattr(_extractorOf(model), "precision", DEFAULT_PRECISION))

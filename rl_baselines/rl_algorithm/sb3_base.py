@@ -62,9 +62,12 @@ from rl_baselines.rl_algorithm.finite_training import (
 )
 from rl_baselines.rl_algorithm.image_features import (
     DEFAULT_FEATURES_EXTRACTOR,
+    DEFAULT_PRECISION,
     FEATURES_EXTRACTORS,
+    PRECISIONS,
     extractorName,
     pixelPolicyKeywords,
+    precisionOf,
 )
 from rl_baselines.rl_algorithm.model_data import (
     LinearSchedule,
@@ -114,6 +117,8 @@ class StableBaselinesRLObject(BaseRLObject):
     EXTRACTOR_THREADS_HELP: ClassVar[Mapping[str, bool]] = {}
     # --features-extractor's default: the pixel policy's CNN (a key of FEATURES_EXTRACTORS) where the run names none
     DEFAULT_FEATURES_EXTRACTOR: ClassVar[str] = DEFAULT_FEATURES_EXTRACTOR
+    # --precision's default: what that CNN computes in (one of PRECISIONS)
+    DEFAULT_PRECISION: ClassVar[str] = DEFAULT_PRECISION
 
     def __init__(self) -> None:
         super().__init__()
@@ -129,12 +134,12 @@ class StableBaselinesRLObject(BaseRLObject):
 
     @classmethod
     def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        """One flag per hyperparameter (BaseRLObject.addHyperparamArguments), ``--lr-schedule`` and
-        ``--features-extractor`` (:func:`addLrScheduleFlag`, :func:`addFeaturesExtractorFlag`)."""
+        """One flag per hyperparameter (BaseRLObject.addHyperparamArguments), ``--lr-schedule``,
+        ``--features-extractor`` and ``--precision`` (:func:`addLrScheduleFlag`, :func:`addFeaturesExtractorFlags`)."""
         group = parser.add_argument_group(f"{cls.NAME} hyperparameters (defaults in brackets)")
         cls.addHyperparamArguments(parser, group=group)
         addLrScheduleFlag(group, cls.DEFAULT_LR_SCHEDULE)
-        addFeaturesExtractorFlag(group, cls.DEFAULT_FEATURES_EXTRACTOR)
+        addFeaturesExtractorFlags(group, cls.DEFAULT_FEATURES_EXTRACTOR, cls.DEFAULT_PRECISION)
         return parser
 
     def seedActionSampling(self, seed: int) -> None:
@@ -147,13 +152,15 @@ class StableBaselinesRLObject(BaseRLObject):
 
     @classmethod
     def idleOptions(cls, settings: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
-        """``--features-extractor`` on a state (the pixel policy's flag, which does nothing there: train warns once,
-        not a refusal, and args.json records the algorithm's default)."""
-        if "features_extractor" not in settings or settings.get("srl_model") == "raw_pixels":
+        """``--features-extractor`` and ``--precision`` on a state (the pixel policy's flags, which do nothing there:
+        train warns once of each, not a refusal, and args.json records the algorithm's defaults)."""
+        if settings.get("srl_model") == "raw_pixels":
             return {}
-        return {"features_extractor": (cls.DEFAULT_FEATURES_EXTRACTOR, "chooses the pixel policy's CNN (--srl-model "
-                                       f"raw_pixels); it does nothing for --srl-model {settings.get('srl_model')!r}, "
-                                       "a state read by an MLP")}
+        idle = f"it does nothing for --srl-model {settings.get('srl_model')!r}, a state read by an MLP"
+        options = {"features_extractor": (cls.DEFAULT_FEATURES_EXTRACTOR, "chooses the pixel policy's CNN "
+                                          f"(--srl-model raw_pixels); {idle}"),
+                   "precision": (cls.DEFAULT_PRECISION, f"sets what the pixel policy's CNN computes in; {idle}")}
+        return {name: option for name, option in options.items() if name in settings}
 
     @classmethod
     def threadsHelpFor(cls, settings: Mapping[str, Any]) -> bool:
@@ -168,7 +175,8 @@ class StableBaselinesRLObject(BaseRLObject):
         """``--features-extractor``: the CNN the loaded pixel model was built with (none for a state's MLP);
         ``--lr-schedule linear`` for a model saved with its :class:`LinearSchedule` (its learning rate keeps decaying
         unless ``--learning-rate`` gives another start)"""
-        kept = {} if (name := extractorName(self.model)) is None else {"features_extractor": name}
+        kept = {} if (name := extractorName(self.model)) is None else {"features_extractor": name,
+                                                                        "precision": precisionOf(self.model)}
         if isinstance(getattr(self.model, "learning_rate", None), LinearSchedule):
             kept["lr_schedule"] = "linear"
         return kept
@@ -426,7 +434,9 @@ class StableBaselinesRLObject(BaseRLObject):
             policy = self.POLICIES["pixels" if pixels else "state"]
             if pixels:
                 extractor = settings.option("features_extractor", self.DEFAULT_FEATURES_EXTRACTOR)
-                kwargs["policy_kwargs"] = {**pixelPolicyKeywords(extractor, self.SB3_CLASS.policy_aliases[policy]),
+                precision = settings.option("precision", self.DEFAULT_PRECISION)
+                kwargs["policy_kwargs"] = {**pixelPolicyKeywords(extractor, self.SB3_CLASS.policy_aliases[policy],
+                                                                 precision),
                                            **kwargs.get("policy_kwargs", {})}
             self.model = self.SB3_CLASS(policy, self.env, seed=settings.seed, device=device, verbose=0, **kwargs)
         if settings.pretrain_dataset:
@@ -605,17 +615,24 @@ def addLrScheduleFlag(group: Any, default: str) -> None:
                        help=f"learning-rate schedule [{default}]")
 
 
-def addFeaturesExtractorFlag(group: Any, default: str = DEFAULT_FEATURES_EXTRACTOR) -> None:
+def addFeaturesExtractorFlags(group: Any, default: str = DEFAULT_FEATURES_EXTRACTOR,
+                              precision: str = DEFAULT_PRECISION) -> None:
     """
-    ``--features-extractor``, the image features extractor of the SB3 pixel policy (:data:`FEATURES_EXTRACTORS`).
+    ``--features-extractor``, the image features extractor of the SB3 pixel policy (:data:`FEATURES_EXTRACTORS`),
+    and ``--precision``, what it computes in (:data:`PRECISIONS`).
 
-    :param group: the parser or argument group that takes it
+    :param group: the parser or argument group that takes them
     :param default: the algorithm's ``DEFAULT_FEATURES_EXTRACTOR``
+    :param precision: the algorithm's ``DEFAULT_PRECISION``
     """
     group.add_argument("--features-extractor", choices=sorted(FEATURES_EXTRACTORS), default=default,
                        help="image features extractor of the pixel policy (raw_pixels): nature = SB3's NatureCNN, "
                             "medium and small = CNNs sized for 64x64 frames, about 1/2 and 1/3 of its multiply-adds "
                             f"[{default}]")
+    group.add_argument("--precision", choices=PRECISIONS, default=precision,
+                       help="what the pixel policy's CNN computes in: bfloat16 = its layers under bfloat16 autocast "
+                            "(weights, heads, losses and Adam in float32), faster on CPUs with bfloat16 "
+                            f"instructions (AVX-512 BF16, AMX) [{precision}]")
 
 
 def addLearnerHyperparamFlags(parser: argparse.ArgumentParser, learners: dict[str, type[StableBaselinesRLObject]],

@@ -13,7 +13,7 @@ from typing import Any
 
 from srl_toolbox.devices import DEFAULT_RUN_DEVICE
 
-ARGS_FORMAT = 9
+ARGS_FORMAT = 10
 ARGS_FORMAT_KEY = "args_format"
 
 # Format n -> n + 1: the settings format n may lack, at the values that reproduce its runs. Format 1 (no args_format
@@ -40,6 +40,9 @@ UPGRADES: dict[int, dict[str, Any]] = {
     # format 8 -> 9: --vec-env; every earlier run of several envs stepped them in worker processes (one env: in the
     # training process, as --vec-env resolves it for one env)
     8: {"vec_env": "subproc"},
+    # format 9 -> 10: --precision, a flag of the SB3-backed algorithms; every earlier run's pixel policy computed in
+    # float32 (the key means nothing to the other algorithms, nor on a state)
+    9: {"precision": "float32"},
 }
 
 

@@ -1,0 +1,149 @@
+"""``--precision``: what the pixel policy's CNN computes in (float32, or its layers under bfloat16 autocast).
+
+float32 is what the CNNs always computed (the toolbox's NatureCNN is SB3's, weight for weight); bfloat16 changes the
+features (within bfloat16's rounding) and not their dtype, and trains float32 weights; the choice reaches the policy
+of a raw-pixel run, args.json and the saved model, a continued model keeps its own, a state warns that the flag does
+nothing, and a precision that is not one is a one-line error. Whether ppo2 learns as well in bfloat16 is measured by
+a benchmark (docs/benchmarks.md), not here.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from conftest import runModule, snapshot, trainHere
+from stable_baselines3 import PPO
+from stable_baselines3.common import torch_layers
+from stable_baselines3.common.policies import ActorCriticCnnPolicy
+
+from benchmarks.srl_speed import trainArgv
+from rl_baselines.core.registry import registered_rl
+from rl_baselines.rl_algorithm.image_features import (
+    FEATURES_EXTRACTORS,
+    PRECISIONS,
+    NatureCNN,
+    extractorName,
+    pixelPolicyKeywords,
+    precisionOf,
+)
+from rl_baselines.runs import train, train_checks
+from srl_toolbox.errors import UsageWarning
+from srl_toolbox.files import readJson
+
+SPACE = gym.spaces.Box(0, 255, (3, 64, 64), np.uint8)
+PIXELS = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels", "--img-shape", "3", "40", "40"]
+SHORT = ["--num-timesteps", "64", "--n-steps", "32", "--batch-size", "32", "--n-epochs", "1"]
+
+
+def test_the_toolboxs_nature_cnn_is_sb3s_weight_for_weight() -> None:
+    """The same seed gives the same weights and, in float32, the same features as SB3's NatureCNN: runs of
+    ``--features-extractor nature`` are those made with SB3's class."""
+    torch.manual_seed(0)
+    ours = NatureCNN(SPACE)
+    torch.manual_seed(0)
+    theirs = torch_layers.NatureCNN(SPACE)
+    assert ours.state_dict().keys() == theirs.state_dict().keys()
+    assert all(torch.equal(ours.state_dict()[name], theirs.state_dict()[name]) for name in ours.state_dict())
+    images = torch.rand((4, 3, 64, 64))
+    assert torch.equal(ours(images), theirs(images))
+
+
+@pytest.mark.parametrize("extractor", sorted(FEATURES_EXTRACTORS))
+def test_bfloat16_gives_float32_features_near_float32s_and_trains_float32_weights(extractor: str) -> None:
+    torch.manual_seed(0)
+    exact = FEATURES_EXTRACTORS[extractor](SPACE)
+    torch.manual_seed(0)
+    low = FEATURES_EXTRACTORS[extractor](SPACE, precision="bfloat16")
+    images = torch.rand((8, 3, 64, 64))
+    features, reference = low(images), exact(images)
+    assert features.dtype == torch.float32 and features.shape == reference.shape
+    assert not torch.equal(features, reference)  # (computed in bfloat16 indeed)
+    assert torch.allclose(features, reference, rtol=0.05, atol=0.02 * float(reference.detach().abs().max()))
+    features.sum().backward()
+    assert all(p.dtype == torch.float32 and p.grad is not None and p.grad.dtype == torch.float32
+               for p in low.parameters())
+
+
+def test_the_policy_keyword_names_a_precision_only_where_it_is_not_float32() -> None:
+    keywords = pixelPolicyKeywords("medium", ActorCriticCnnPolicy, "float32")
+    assert keywords == pixelPolicyKeywords("medium", ActorCriticCnnPolicy)
+    assert "features_extractor_kwargs" not in keywords
+    assert pixelPolicyKeywords("medium", ActorCriticCnnPolicy, "bfloat16")["features_extractor_kwargs"] == {
+        "precision": "bfloat16"}
+    with pytest.raises(ValueError, match="unknown precision 'half'; valid choices: float32, bfloat16"):
+        pixelPolicyKeywords("medium", ActorCriticCnnPolicy, "half")
+    assert PRECISIONS == ("float32", "bfloat16")
+
+
+def test_a_model_of_sb3s_own_nature_cnn_reads_as_nature_in_float32() -> None:
+    """A zip saved before the toolbox had its own NatureCNN holds SB3's class: still ``nature``, in float32."""
+    env = gym.make("CartPole-v1")  # (an image space is not needed to name the class the policy was given)
+    model = PPO("MlpPolicy", env, policy_kwargs={"features_extractor_class": torch_layers.FlattenExtractor})
+    assert extractorName(model) is None and precisionOf(model) is None
+    model.policy_kwargs["features_extractor_class"] = torch_layers.NatureCNN
+    assert extractorName(model) == "nature" and precisionOf(model) == "float32"
+
+
+@pytest.mark.slow
+def test_the_flag_reaches_the_policy_args_json_and_a_continued_model(tmp_path) -> None:
+    algo = registered_rl["ppo2"][0]
+    low = trainHere("--algo", "ppo2", *PIXELS, *SHORT, "--precision", "bfloat16", "--log-dir", tmp_path / "a")
+    assert readJson(os.path.join(low, "args.json"))["precision"] == "bfloat16"
+    model = algo.load(os.path.join(low, "ppo2_model.zip")).model
+    assert model.policy.features_extractor.precision == "bfloat16" and precisionOf(model) == "bfloat16"
+
+    def continued(*flags: str) -> tuple[str, list[str]]:
+        argv = ["--algo", "ppo2", *PIXELS, "--load-rl-model-path", os.path.join(low, "ppo2_model.zip"),
+                "--log-dir", str(tmp_path / "c"), *flags]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            config = train_checks.validate(train.parseCommand(argv)[0], registered_rl)
+        return config.argsRecord()["precision"], [str(w.message) for w in caught
+                                                  if issubclass(w.category, UsageWarning)]
+
+    assert continued() == ("bfloat16", [])  # (the flag left at its default says nothing: the model keeps its own)
+    assert continued("--precision", "bfloat16") == ("bfloat16", [])
+    # a state has no CNN: one warning, and args.json records the default
+    state = trainHere("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", *SHORT,
+                      "--precision", "bfloat16", "--log-dir", tmp_path / "d")
+    assert readJson(os.path.join(state, "args.json"))["precision"] == "float32"
+    default = trainHere("--algo", "ppo2", *PIXELS, *SHORT, "--log-dir", tmp_path / "e")
+    assert readJson(os.path.join(default, "args.json"))["precision"] == "float32"
+    assert algo.load(os.path.join(default, "ppo2_model.zip")).model.policy.features_extractor.precision == "float32"
+
+
+def test_a_state_is_warned_once_that_the_flag_does_nothing(tmp_path) -> None:
+    argv = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--precision",
+            "bfloat16", "--log-dir", str(tmp_path)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        config = train_checks.validate(train.parseCommand(argv)[0], registered_rl)
+    messages = [str(w.message) for w in caught if "precision" in str(w.message)]
+    assert messages == ["--precision bfloat16 sets what the pixel policy's CNN computes in; it does nothing for "
+                        "--srl-model 'ground_truth', a state read by an MLP"]
+    assert config.argsRecord()["precision"] == "float32"
+
+
+def test_an_unknown_precision_is_a_one_line_error(tmp_path) -> None:
+    result = runModule("rl_baselines.train", "--algo", "ppo2", *PIXELS, "--precision", "half",
+                       "--log-dir", str(tmp_path), "--no-vis")
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "'half'" in lines[0] and "float32" in lines[0] and "bfloat16" in lines[0], lines[0]
+    assert snapshot(str(tmp_path)) == {}
+
+
+def test_the_speed_benchmarks_row_of_bfloat16_is_ppo2s_default_cnn_with_the_flag(tmp_path) -> None:
+    """``python -m benchmarks.srl_speed``'s raw_pixels_bfloat16 row: ppo2's default CNN, ``--precision bfloat16``;
+    its raw_pixels row: ppo2's defaults, float32."""
+    rows = {}
+    for mode in ("raw_pixels", "raw_pixels_bfloat16", "raw_pixels_nature"):
+        argv = trainArgv("ppo2", mode, 4, 1024, str(tmp_path), "", "sprites")
+        config = train.parseCommand(argv)[0]
+        rows[mode] = (config.features_extractor, config.precision)
+    assert rows == {"raw_pixels": ("medium", "float32"), "raw_pixels_bfloat16": ("medium", "bfloat16"),
+                    "raw_pixels_nature": ("nature", "float32")}
