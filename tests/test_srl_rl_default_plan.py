@@ -10,6 +10,7 @@ from benchmarks.srl_rl import analysis, cli, plans
 from benchmarks.srl_rl import archive as bench_archive
 from benchmarks.srl_rl import runs as bench_runs
 from rl_baselines.core.registry import defaultEnvs
+from rl_baselines.sweeps.recorded import specSettings
 
 
 def _settings(argv: list[str]) -> plans.Settings:
@@ -119,6 +120,22 @@ def test_every_run_gets_ppo2s_default_envs_by_name() -> None:
         for plan in settings.plans:
             for command in settings.gridCommands(plan):
                 assert command[command.index("--num-cpu") + 1] == envs
+
+
+def test_the_pixel_flags_reach_every_run_and_a_states_key_stays() -> None:
+    """--features-extractor and --precision go to every run's train command (they do nothing for a state, whose
+    settings, so its archive key, stay those of the default plan); without them, none."""
+    default, low = _settings([]), _settings(["--features-extractor", "nature", "--precision", "bfloat16"])
+    assert default.pixel_flags == () and low.pixel_flags == ("--features-extractor", "nature", "--precision", "bfloat16")
+    plan = default.plans[0]
+    for spec, other in zip(default.specs(plan), low.specs(plan)):
+        assert (spec.srl_model, spec.seed) == (other.srl_model, other.seed)
+        flags = other.train_args[other.train_args.index("--precision"):][:2]
+        assert list(flags) == ["--precision", "bfloat16"] and "--precision" not in spec.train_args
+        if spec.srl_model == "ground_truth":
+            assert specSettings(spec) == specSettings(other)
+        elif spec.srl_model == plans.RAW_PIXELS:
+            assert specSettings(other)["precision"] == "bfloat16" and specSettings(spec)["precision"] == "float32"
 
 
 def test_a_fresh_clone_reports_the_committed_archive(tmp_path, monkeypatch, capsys) -> None:

@@ -47,6 +47,6 @@ checkout's.
 
 Usage: ``python -m benchmarks.srl_rl [--quick] [--env ENV ...] [--observations OBS ...] [--seeds 3] [--budget
 ENV=STEPS ...] [--workers 2] [--executor ray [--ray-address HOST:PORT]] [--report-only] [--no-doc] [--no-append]
-[--rerun ENV ...] [--runs-file FILE] [--compare-to FILE] [--renderer NAME] [--features-extractor NAME]``, from the
-repository root.
+[--rerun ENV ...] [--runs-file FILE] [--compare-to FILE] [--renderer NAME] [--features-extractor NAME] [--precision
+P]``, from the repository root.
 """

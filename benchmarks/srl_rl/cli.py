@@ -43,7 +43,7 @@ from benchmarks.srl_rl.running import runEverything
 from environments import rendererRefusal
 from environments.registry import defaultRenderersText
 from environments.srl_env import RENDERERS
-from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS
+from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS, PRECISIONS
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.sweeps.executors import checkRayAddress
 from rl_baselines.sweeps.sweep import canonicalPath
@@ -137,6 +137,9 @@ def buildParser() -> CLIParser:
                              f"{', '.join(sorted(FEATURES_EXTRACTORS))}) [ppo2's default, "
                              f"{PPO2Model.DEFAULT_FEATURES_EXTRACTOR}; nature finds the runs archived with NatureCNN, "
                              "ppo2's default until 2026-12-06]")
+    parser.add_argument("--precision", choices=PRECISIONS, default=None,
+                        help="what the raw-pixel rows' CNN computes in (train's --precision) "
+                             f"[ppo2's default, {PPO2Model.DEFAULT_PRECISION}]")
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
                         help="where the pipeline runs the runs: local processes, or Ray tasks on a cluster "
                              "(pip install 'srl-toolbox[ray]'; prepare still runs here) [local]")
@@ -240,7 +243,14 @@ def settingsFrom(args: Any) -> Settings:
                     extra, args.workers, args.nice, args.no_progress, own_datasets=args.quick, base=base,
                     archive_file=archive, extra_plans=others, executor=args.executor,
                     ray_address=args.ray_address, renderer=args.renderer, envs=args.envs,
-                    features_extractor=args.features_extractor)
+                    pixel_flags=pixelFlags(args))
+
+
+def pixelFlags(args: Any) -> tuple[str, ...]:
+    """:return: the train flags of the raw-pixel rows' CNN that the command gives (``--features-extractor``,
+    ``--precision``), for every run"""
+    return (*(("--features-extractor", args.features_extractor) if args.features_extractor else ()),
+            *(("--precision", args.precision) if args.precision else ()))
 
 
 def checkEvalFreq(eval_freq: int, steps: int, run: str) -> None:

@@ -451,7 +451,8 @@ class Settings:
     :param renderer: ``--renderer`` of prepare and of the runs, for the envs that offer it (None: not passed, each
         env's default)
     :param envs: each run's envs (train's ``--num-cpu``)
-    :param features_extractor: train's ``--features-extractor`` for every run (None: ppo2's default; idle on a state)
+    :param pixel_flags: train's flags of the pixel policy's CNN for every run (``--features-extractor``,
+        ``--precision``; none: ppo2's defaults; idle on a state)
     """
 
     plans: list[EnvPlan]
@@ -473,7 +474,7 @@ class Settings:
     ray_address: str | None = None
     renderer: str | None = None
     envs: int = RUN_ENVS
-    features_extractor: str | None = None
+    pixel_flags: tuple[str, ...] = ()
 
     @property
     def config_file(self) -> str:
@@ -527,11 +528,11 @@ class Settings:
 
     def trainFlags(self, plan: EnvPlan) -> list[str]:
         """:return: the train flags every run of the env (``plan``) gets, besides algo, env, srl-model and seed"""
-        renderer, extractor = self.envRenderer(plan.env), self.features_extractor
+        renderer = self.envRenderer(plan.env)
         return [*plan.flags, *plan.run_flags, *(["--renderer", renderer] if renderer else []), "--num-timesteps",
                 str(plan.steps), "--eval-freq", str(plan.eval_freq), "--eval-episodes", str(plan.eval_episodes),
                 "--num-cpu", str(self.envs), "--srl-config-file", self.configFile(plan.env),
-                *(["--features-extractor", extractor] if extractor else [])]
+                *self.pixel_flags]
 
     def pipelineCommand(self, plan: EnvPlan, observations: Sequence[str] | None = None,
                         seeds: Sequence[int] | None = None) -> list[str]:
