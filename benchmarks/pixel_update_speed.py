@@ -44,6 +44,7 @@ from benchmarks.documents import (
     resultsPath,
 )
 from benchmarks.encoder_speed import threads
+from benchmarks.srl_speed import bfloat16Text
 from rl_baselines.core.hyperparams import pixelDefaultFlags, plainValues
 from rl_baselines.rl_algorithm.image_features import (
     FEATURES_EXTRACTORS,
@@ -206,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
                      f"(clipped surrogate and value losses, entropy, gradient clipping, Adam); {args.steps} steps per "
                      f"measurement after {WARM_UP} warm-up steps, median of {args.repeats} alternated rounds. Ceiling "
                      "= ppo2's steps/s if a step cost nothing but its share of the update: 1000 / (n_epochs x ms per "
-                     f"sample). {sentence} Reported, not asserted. {loadSpanText(start_load)}.", table,
+                     f"sample). {sentence} The bfloat16 rows: {bfloat16Text()}. Reported, not asserted. "
+                     f"{loadSpanText(start_load)}.", table,
                      packages=("torch", "stable_baselines3"), path=resultsPath(args))
     return 0
 

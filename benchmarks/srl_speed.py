@@ -72,7 +72,7 @@ from rl_baselines.core.registry import defaultEnvs
 from rl_baselines.envs import factory
 from rl_baselines.envs.factory import resolveVecEnv
 from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
-from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS
+from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS, nativeBFloat16
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train, train_checks
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
@@ -326,7 +326,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             f"ppo2 default hyperparameters, torch threads as the table says (--torch-threads "
             f"{' '.join(map(str, args.torch_threads))}; 0 is train's default, auto, at which the goals are judged), "
             f"{args.steps} steps per measurement after a warm-up; "
-            f"encoder on {encoder_device}; {vaeText(args.episodes, args.epochs)}. Sprites: the disk cache of "
+            f"encoder on {encoder_device}; {bfloat16Text()}; {vaeText(args.episodes, args.epochs)}. Sprites: the "
+            "disk cache of "
             f"the robot's sprites filled first from empty by {WARM_UP_STEPS:,} random steps"
             + ("" if warm_up is None else f" ({warm_up[1]:,} sprites in {warm_up[0]:.0f} s, what a machine's first "
                "sprite runs pay once)") + ". Steps/s over PPO's learn(); "
@@ -336,6 +337,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             f"asserted. {loadSpanText(load_start)} ({len(os.sched_getaffinity(0))} cores).",
             table, packages=("torch", "stable_baselines3", "pybullet"), path=resultsPath(args))
     return rows
+
+
+def bfloat16Text() -> str:
+    """:return: whether this CPU computes ``--precision bfloat16`` in hardware, in words"""
+    return f"bfloat16 {'in hardware' if nativeBFloat16() else 'emulated'} on this CPU (--precision bfloat16)"
 
 
 def goalVerdicts(rows: list[dict[str, Any]]) -> str:

@@ -17,7 +17,7 @@ from benchmarks.pixel_update_speed import (
     randomMinibatch,
     variantsOf,
 )
-from rl_baselines.rl_algorithm.image_features import MediumCNN, NatureCNN, SmallCNN
+from rl_baselines.rl_algorithm.image_features import MediumCNN, NatureCNN, SmallCNN, nativeBFloat16
 
 
 def test_the_hyperparameters_are_those_of_a_raw_pixel_run() -> None:
@@ -63,6 +63,7 @@ def test_a_run_appends_its_table_to_the_results_file(tmp_path) -> None:
     text = results.read_text()
     assert "python -m benchmarks.pixel_update_speed --size 36 --steps 1" in text
     assert "| small | float32 | 4 | 1 |" in text and "| medium | bfloat16 | 64 | 1 |" in text
+    assert f"The bfloat16 rows: bfloat16 {'in hardware' if nativeBFloat16() else 'emulated'} on this CPU" in text
     assert torch.get_num_threads() >= 1
 
 
