@@ -172,7 +172,8 @@ class StableBaselinesRLObject(BaseRLObject):
         return super().threadsHelpFor(settings)
 
     def keptOptions(self) -> dict[str, Any]:
-        """``--features-extractor``: the CNN the loaded pixel model was built with (none for a state's MLP);
+        """``--features-extractor`` and ``--precision``: the CNN the loaded pixel model was built with and what it
+        computes in (none for a state's MLP);
         ``--lr-schedule linear`` for a model saved with its :class:`LinearSchedule` (its learning rate keeps decaying
         unless ``--learning-rate`` gives another start)"""
         kept = {} if (name := extractorName(self.model)) is None else {"features_extractor": name,
