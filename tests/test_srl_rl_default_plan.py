@@ -76,11 +76,14 @@ def test_the_committed_archive_holds_every_run_of_the_default_plan() -> None:
     lowpoly), Nav 1D and the moving target (lowpoly) is in benchmarks/srl_rl_runs.json under the key the current
     settings make; Kuka's records of physics version 1 or of TinyRenderer are not taken for runs of its default, and
     raw pixels' records are not taken for the runs of raw pixels with --augment shift. So do the runs of NatureCNN
-    (`--features-extractor nature`), ppo2's default until 2026-12-06, and those of one env per run (`--envs 1`), ppo2's
-    default until 2026-12-05, with NatureCNN; the other rows' runs are the same for each."""
+    (`--features-extractor nature`), ppo2's default until 2026-12-06, those of one env per run (`--envs 1`), ppo2's
+    default until 2026-12-05, with NatureCNN, and those of MediumCNN in bfloat16 (`--precision bfloat16`); the other
+    rows' runs are the same for each."""
     archive = bench_archive.loadArchive(plans.RUNS_FILE)
     nature = ["--features-extractor", "nature"]
-    for argv, envs, extractor in (([], 4, "medium"), (nature, 4, "nature"), (["--envs", "1", *nature], 1, "nature")):
+    for argv, envs, extractor, precision in (([], 4, "medium", "float32"), (nature, 4, "nature", "float32"),
+                                             (["--envs", "1", *nature], 1, "nature", "float32"),
+                                             (["--precision", "bfloat16"], 4, "medium", "bfloat16")):
         settings = _settings(argv)
         assert settings.archive_file == plans.RUNS_FILE and settings.envs == envs
         found = {}
@@ -90,9 +93,9 @@ def test_the_committed_archive_holds_every_run_of_the_default_plan() -> None:
             planned = {(bench_runs.specObservation(spec), spec.seed) for spec in specs}
             assert set(matches) == planned, (argv, plan.env, sorted(planned ^ set(matches)))
             assert {record["train"]["num_cpu"] for record in matches.values()} == {settings.envs}
-            cnns = {record["train"]["features_extractor"] for (name, _), record in matches.items()
-                    if plans.modelName(name) == plans.RAW_PIXELS}
-            assert cnns == {extractor}, (argv, plan.env)
+            cnns = {(record["train"]["features_extractor"], record["train"]["precision"])
+                    for (name, _), record in matches.items() if plans.modelName(name) == plans.RAW_PIXELS}
+            assert cnns == {(extractor, precision)}, (argv, plan.env)
             found[plan.env] = len(matches)
         # every run of each grid (the default 5 seeds; ground truth 20 on Nav 2D), Kuka's and the moving target's
         # drawn by lowpoly (their TinyRenderer runs not taken)
