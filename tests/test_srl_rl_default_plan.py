@@ -129,7 +129,8 @@ def test_the_pixel_flags_reach_every_run_and_a_states_key_stays() -> None:
     """--features-extractor and --precision go to every run's train command (they do nothing for a state, whose
     settings, so its archive key, stay those of the default plan); without them, none."""
     default, low = _settings([]), _settings(["--features-extractor", "nature", "--precision", "bfloat16"])
-    assert default.pixel_flags == () and low.pixel_flags == ("--features-extractor", "nature", "--precision", "bfloat16")
+    assert default.pixel_flags == ()
+    assert low.pixel_flags == ("--features-extractor", "nature", "--precision", "bfloat16")
     plan = default.plans[0]
     for spec, other in zip(default.specs(plan), low.specs(plan)):
         assert (spec.srl_model, spec.seed) == (other.srl_model, other.seed)

@@ -7,8 +7,8 @@
 - ``medium``: :class:`MediumCNN`, SmallCNN's convolutions with 16-48-48 filters and NatureCNN's 512 features: about
   half NatureCNN's multiply-adds per image.
 
-Each computes in the precision of ``--precision`` (:data:`PRECISIONS`, a constructor keyword, so saved in the model zip):
-``float32``, or ``bfloat16``: its convolutions and linear layer run under torch's bfloat16 autocast, forward and
+Each computes in the precision of ``--precision`` (:data:`PRECISIONS`, a constructor keyword, so saved in the model
+zip): ``float32``, or ``bfloat16``: its convolutions and linear layer run under torch's bfloat16 autocast, forward and
 backward (the weights, their gradients and Adam stay float32) and its features come out as float32, so the policy's
 heads, its distribution and the losses are computed in float32 as ever. CPUs with bfloat16 instructions (AVX-512
 BF16, AMX) compute the CNN faster so; elsewhere bfloat16 is emulated and slower (:func:`nativeBFloat16`).
