@@ -163,10 +163,12 @@ def test_a_continued_model_keeps_its_extractor_one_warning_and_args_json_says_wh
     assert not os.path.exists(tmp_path / "c")
 
 
-def test_an_unknown_extractor_is_a_one_line_error(tmp_path) -> None:
-    result = runModule("rl_baselines.train", "--algo", "ppo2", *PIXELS, "--features-extractor", "resnet",
-                       "--log-dir", str(tmp_path), "--no-vis")
+@pytest.mark.parametrize("flag, value, choices", [("--features-extractor", "resnet", ("nature", "small")),
+                                                  ("--precision", "half", ("float32", "bfloat16"))])
+def test_an_unknown_extractor_or_precision_is_a_one_line_error(tmp_path, flag, value, choices) -> None:
+    result = runModule("rl_baselines.train", "--algo", "ppo2", *PIXELS, flag, value, "--log-dir", str(tmp_path),
+                       "--no-vis")
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    assert "'resnet'" in lines[0] and "nature" in lines[0] and "small" in lines[0], lines[0]
+    assert f"'{value}'" in lines[0] and all(choice in lines[0] for choice in choices), lines[0]
     assert snapshot(str(tmp_path)) == {}

@@ -3,8 +3,8 @@
 float32 is what the CNNs always computed (the toolbox's NatureCNN is SB3's, weight for weight); bfloat16 changes the
 features (within bfloat16's rounding) and not their dtype, and trains float32 weights; the choice reaches the policy
 of a raw-pixel run, args.json and the saved model, a continued model keeps its own, a state warns that the flag does
-nothing, and a precision that is not one is a one-line error. Whether ppo2 learns as well in bfloat16 is measured by
-a benchmark (docs/benchmarks.md), not here.
+nothing, and a precision that is not one is a one-line error (tests/test_image_features.py). Whether ppo2 learns as
+well in bfloat16 is measured by a benchmark (docs/benchmarks.md), not here.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import runModule, snapshot, trainHere
+from conftest import trainHere
 from stable_baselines3 import PPO
 from stable_baselines3.common import torch_layers
 from stable_baselines3.common.policies import ActorCriticCnnPolicy
@@ -126,15 +126,6 @@ def test_a_state_is_warned_once_that_the_flag_does_nothing(tmp_path) -> None:
     assert messages == ["--precision bfloat16 sets what the pixel policy's CNN computes in; it does nothing for "
                         "--srl-model 'ground_truth', a state read by an MLP"]
     assert config.argsRecord()["precision"] == "float32"
-
-
-def test_an_unknown_precision_is_a_one_line_error(tmp_path) -> None:
-    result = runModule("rl_baselines.train", "--algo", "ppo2", *PIXELS, "--precision", "half",
-                       "--log-dir", str(tmp_path), "--no-vis")
-    lines = result.stderr.strip().splitlines()
-    assert result.returncode == 2 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    assert "'half'" in lines[0] and "float32" in lines[0] and "bfloat16" in lines[0], lines[0]
-    assert snapshot(str(tmp_path)) == {}
 
 
 def test_the_speed_benchmarks_row_of_bfloat16_is_ppo2s_default_cnn_with_the_flag(tmp_path) -> None:
