@@ -24,8 +24,6 @@ built with.
 """
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -49,14 +47,9 @@ def checkedPrecision(precision: str) -> str:
     return precision
 
 
-@contextlib.contextmanager
-def computedIn(precision: str, device: torch.device) -> Iterator[None]:
-    """The block under bfloat16 autocast on ``device`` for ``bfloat16``, as it is for ``float32``."""
-    if precision == "bfloat16":
-        with torch.autocast(device.type, dtype=torch.bfloat16):
-            yield
-    else:
-        yield
+def computedIn(precision: str, device: torch.device) -> torch.autocast:
+    """:return: torch's bfloat16 autocast on ``device``, on for ``bfloat16`` only"""
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
 
 
 def nativeBFloat16() -> bool:
