@@ -19,6 +19,7 @@ from conftest import trainHere
 from stable_baselines3 import PPO
 from stable_baselines3.common import torch_layers
 from stable_baselines3.common.policies import ActorCriticCnnPolicy
+from stable_baselines3.dqn.policies import CnnPolicy as DQNCnnPolicy
 
 from benchmarks.srl_speed import trainArgv
 from rl_baselines.core.registry import registered_rl
@@ -79,6 +80,24 @@ def test_the_policy_keyword_names_a_precision_only_where_it_is_not_float32() -> 
     assert PRECISIONS == ("float32", "bfloat16")
 
 
+def test_bfloat16_steps_adam_fused_where_the_policy_leaves_it_and_float32_keeps_sb3s_adam() -> None:
+    """bfloat16's Adam: fused, with SB3's eps of an actor-critic policy (1e-5) or of the others (Adam's own);
+    float32's: SB3's, as its defaults build it; a run's own optimizer in ``policy_kwargs`` is kept as given."""
+    def adam(policy_class: type, precision: str, **given: object) -> dict:
+        keywords = pixelPolicyKeywords("medium", policy_class, precision, given)
+        policy = policy_class(SPACE, gym.spaces.Discrete(3), lambda _: 1e-3, **keywords)
+        return {"type": type(policy.optimizer), **{name: policy.optimizer.defaults[name] for name in ("eps", "fused")}}
+
+    assert adam(ActorCriticCnnPolicy, "bfloat16") == {"type": torch.optim.Adam, "eps": 1e-5, "fused": True}
+    assert adam(ActorCriticCnnPolicy, "float32") == {"type": torch.optim.Adam, "eps": 1e-5, "fused": None}
+    assert adam(DQNCnnPolicy, "bfloat16") == {"type": torch.optim.Adam, "eps": 1e-8, "fused": True}
+    assert adam(DQNCnnPolicy, "float32") == {"type": torch.optim.Adam, "eps": 1e-8, "fused": None}
+    assert adam(ActorCriticCnnPolicy, "bfloat16", optimizer_kwargs={"eps": 1e-6}) == {
+        "type": torch.optim.Adam, "eps": 1e-6, "fused": None}
+    rms = pixelPolicyKeywords("medium", ActorCriticCnnPolicy, "bfloat16", {"optimizer_class": torch.optim.RMSprop})
+    assert "optimizer_kwargs" not in rms and rms["optimizer_class"] is torch.optim.RMSprop
+
+
 def test_a_model_of_sb3s_own_nature_cnn_reads_as_nature_in_float32() -> None:
     """A zip saved before the toolbox had its own NatureCNN holds SB3's class: still ``nature``, in float32."""
     env = gym.make("CartPole-v1")  # (an image space is not needed to name the class the policy was given)
@@ -95,6 +114,7 @@ def test_the_flag_reaches_the_policy_args_json_and_a_continued_model(tmp_path) -
     assert readJson(os.path.join(low, "args.json"))["precision"] == "bfloat16"
     model = algo.load(os.path.join(low, "ppo2_model.zip")).model
     assert model.policy.features_extractor.precision == "bfloat16" and precisionOf(model) == "bfloat16"
+    assert model.policy.optimizer.defaults["fused"] is True  # (the zip's policy keywords)
 
     def continued(*flags: str) -> tuple[str, list[str]]:
         argv = ["--algo", "ppo2", *PIXELS, "--load-rl-model-path", os.path.join(low, "ppo2_model.zip"),

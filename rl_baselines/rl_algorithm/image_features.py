@@ -11,7 +11,10 @@ Each computes in the precision of ``--precision`` (:data:`PRECISIONS`, a constru
 zip): ``float32``, or ``bfloat16``: its convolutions and linear layer run under torch's bfloat16 autocast, forward and
 backward (the weights, their gradients and Adam stay float32) and its features come out as float32, so the policy's
 heads, its distribution and the losses are computed in float32 as ever. CPUs with bfloat16 instructions (AVX-512
-BF16, AMX) compute the CNN faster so; elsewhere bfloat16 is emulated and slower (:func:`nativeBFloat16`).
+BF16, AMX) compute the CNN faster so; elsewhere bfloat16 is emulated and slower (:func:`nativeBFloat16`). With
+``bfloat16`` the policy's Adam also takes its step fused (torch's ``fused=True``: one kernel over every parameter,
+the same update rounded otherwise): ``float32`` keeps SB3's own optimizer, so its runs stay bit for bit those of
+SB3's defaults.
 
 Every extractor gets the heads SB3 gives NatureCNN in its actor-critic policies (:func:`pixelPolicyKeywords`): the
 action and value layers straight on the features (``net_arch=[]``). SB3 gives any other extractor two hidden tanh
@@ -24,6 +27,7 @@ built with.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -132,21 +136,30 @@ DEFAULT_FEATURES_EXTRACTOR = "nature"
 ACTOR_CRITIC_POLICIES = (ActorCriticPolicy, MaskableActorCriticPolicy)
 
 
-def pixelPolicyKeywords(extractor: str, policy_class: type, precision: str = DEFAULT_PRECISION) -> dict[str, Any]:
+def pixelPolicyKeywords(extractor: str, policy_class: type, precision: str = DEFAULT_PRECISION,
+                        given: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """
     :param extractor: a ``--features-extractor`` name (:data:`FEATURES_EXTRACTORS`)
     :param policy_class: the SB3 pixel policy's class
     :param precision: a ``--precision`` (:data:`PRECISIONS`)
-    :return: the policy's keywords for that extractor: its class, its precision where it is not float32, and, in an
+    :param given: the run's own ``policy_kwargs`` (a hyperparameter), which win over these; one that names an
+        optimizer (``optimizer_class`` or ``optimizer_kwargs``) keeps it as given, not fused
+    :return: the policy's keywords for that extractor: its class; with ``bfloat16`` its precision and Adam's fused
+        step (``optimizer_kwargs``, with the ``eps`` of 1e-5 SB3 gives Adam in an actor-critic policy); and, in an
         actor-critic policy (:data:`ACTOR_CRITIC_POLICIES`, the recurrent one included), NatureCNN's heads
-        (``net_arch=[]``), which SB3 and sb3-contrib give NatureCNN alone
+        (``net_arch=[]``), which SB3 and sb3-contrib give NatureCNN alone; ``given`` over them
     """
     keywords: dict[str, Any] = {"features_extractor_class": FEATURES_EXTRACTORS[extractor]}
+    actor_critic = issubclass(policy_class, ACTOR_CRITIC_POLICIES)
     if checkedPrecision(precision) != DEFAULT_PRECISION:
         keywords["features_extractor_kwargs"] = {"precision": precision}
-    if issubclass(policy_class, ACTOR_CRITIC_POLICIES):
+        keywords["optimizer_kwargs"] = {**({"eps": 1e-5} if actor_critic else {}), "fused": True}
+    if actor_critic:
         keywords["net_arch"] = []
-    return keywords
+    given = dict(given or {})
+    if {"optimizer_class", "optimizer_kwargs"} & set(given):
+        keywords.pop("optimizer_kwargs", None)
+    return {**keywords, **given}
 
 
 def _extractorOf(model: Any) -> Any:

@@ -436,9 +436,8 @@ class StableBaselinesRLObject(BaseRLObject):
             if pixels:
                 extractor = settings.option("features_extractor", self.DEFAULT_FEATURES_EXTRACTOR)
                 precision = settings.option("precision", self.DEFAULT_PRECISION)
-                kwargs["policy_kwargs"] = {**pixelPolicyKeywords(extractor, self.SB3_CLASS.policy_aliases[policy],
-                                                                 precision),
-                                           **kwargs.get("policy_kwargs", {})}
+                kwargs["policy_kwargs"] = pixelPolicyKeywords(extractor, self.SB3_CLASS.policy_aliases[policy],
+                                                              precision, kwargs.get("policy_kwargs", {}))
             self.model = self.SB3_CLASS(policy, self.env, seed=settings.seed, device=device, verbose=0, **kwargs)
         if settings.pretrain_dataset:
             pretrainFromArgs(self.model, self.env, settings)  # behaviour cloning, before RL starts
