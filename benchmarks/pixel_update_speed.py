@@ -13,8 +13,8 @@ old log-probabilities are random: the time does not depend on them.
 Variants, each timed over ``--steps`` minibatch steps after a warm-up, alternated over ``--repeats`` rounds (median
 kept): each extractor of ``--extractors`` at each minibatch size of ``--batch-sizes`` and each torch thread count of
 ``--threads``, in float32; then ppo2's default extractor (:data:`DEFAULT_EXTRACTOR`, MediumCNN) at its minibatch size
-with ``--precision bfloat16`` (its layers under bfloat16 autocast; weights, heads, losses and Adam in float32), at each
-thread count.
+with ``--precision bfloat16`` (its layers under bfloat16 autocast; weights, heads, losses and Adam in float32, Adam's
+step fused), at each thread count. The ceiling sentence is that of ppo2's default precision on this CPU (``auto``).
 
 Per variant: ms per minibatch, ms per sample, and the ceiling: ppo2's steps/s if a step cost nothing but its share
 of the update, ``1000 / (n_epochs x ms per sample)`` at ppo2's ``n_epochs`` (each env step's sample is trained on
@@ -49,6 +49,7 @@ from rl_baselines.core.hyperparams import pixelDefaultFlags, plainValues
 from rl_baselines.rl_algorithm.image_features import (
     FEATURES_EXTRACTORS,
     pixelPolicyKeywords,
+    resolvedPrecision,
 )
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
@@ -163,14 +164,15 @@ def formatTable(rows: list[dict[str, Any]]) -> str:
 
 
 def defaultCeilings(rows: list[dict[str, Any]]) -> str:
-    """:return: the ceiling of ppo2's default update (:data:`DEFAULT_EXTRACTOR`, float32, its minibatch size) per thread
-    count"""
-    default = [row for row in rows if row["extractor"] == DEFAULT_EXTRACTOR and row["precision"] == "float32"
+    """:return: the ceiling of ppo2's default update (:data:`DEFAULT_EXTRACTOR`, its default precision on this CPU, its
+    minibatch size) per thread count"""
+    precision = resolvedPrecision(PPO2Model.DEFAULT_PRECISION, "cpu")
+    default = [row for row in rows if row["extractor"] == DEFAULT_EXTRACTOR and row["precision"] == precision
                and row["batch"] == PIXEL_HYPERPARAMS["batch_size"]]
     parts = [f"{ceiling(row['ms'] / row['batch']):,.0f} steps/s on {row['threads']} torch thread(s)" for row in default]
     if not parts:
         return ""
-    return (f"Ceiling of ppo2's default update from raw pixels ({DEFAULT_EXTRACTOR}, float32, minibatches of "
+    return (f"Ceiling of ppo2's default update from raw pixels ({DEFAULT_EXTRACTOR}, {precision}, minibatches of "
             f"{PIXEL_HYPERPARAMS['batch_size']}, {PIXEL_HYPERPARAMS['n_epochs']} epochs): {', '.join(parts)}.")
 
 

@@ -13,8 +13,10 @@ renderer, side by side) and each number of parallel envs:
   envs themselves step in this process (``--vec-env auto``: the sprites' frames), which leaves no other placement.
   The VAE is trained first, inside the benchmark, on a small generated dataset (a few episodes, a few epochs: the
   speed does not depend on its quality);
-- ``raw_pixels``: the same images go to SB3's CnnPolicy with ppo2's default ``--features-extractor`` (MediumCNN);
-- ``raw_pixels_bfloat16``: the same with ``--precision bfloat16`` (the CNN's layers under bfloat16 autocast);
+- ``raw_pixels``: the same images go to SB3's CnnPolicy with ppo2's default ``--features-extractor`` (MediumCNN) and
+  ``--precision`` (auto: bfloat16 on a CPU with bfloat16 instructions, the CNN's layers under bfloat16 autocast and
+  Adam's step fused; float32 elsewhere);
+- ``raw_pixels_float32``: the same with ``--precision float32``;
 - ``raw_pixels_nature``, ``raw_pixels_small``: the same with ``--features-extractor nature`` (SB3's NatureCNN),
   ``small`` (SmallCNN);
 - ``ground_truth``: no rendering, MlpPolicy on the robot position.
@@ -72,7 +74,7 @@ from rl_baselines.core.registry import defaultEnvs
 from rl_baselines.envs import factory
 from rl_baselines.envs.factory import resolveVecEnv
 from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
-from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS, nativeBFloat16
+from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS, nativeBFloat16, resolvedPrecision
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train, train_checks
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
@@ -83,7 +85,7 @@ ENV_ID = "MobileRobotGymEnv-v0"
 STATE_DIM = 32
 # raw-pixel mode -> its --features-extractor and --precision (raw_pixels: ppo2's defaults, given by no flag)
 RAW_PIXEL_MODES = {"raw_pixels": (PPO2Model.DEFAULT_FEATURES_EXTRACTOR, PPO2Model.DEFAULT_PRECISION),
-                   "raw_pixels_bfloat16": (PPO2Model.DEFAULT_FEATURES_EXTRACTOR, "bfloat16"),
+                   "raw_pixels_float32": (PPO2Model.DEFAULT_FEATURES_EXTRACTOR, "float32"),
                    "raw_pixels_nature": ("nature", "float32"), "raw_pixels_small": ("small", "float32")}
 MODES = ("vae", "vae_other", *RAW_PIXEL_MODES, "ground_truth")
 IMAGE_MODES = ("vae", "vae_other", *RAW_PIXEL_MODES)
@@ -306,8 +308,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             label += f", encoded {row['placement']}" + (" (the default)" if row["mode"] == "vae" else "")
         if row["mode"] in RAW_PIXEL_MODES:
             name, precision = RAW_PIXEL_MODES[row["mode"]]
-            label = f"raw_pixels, CnnPolicy ({FEATURES_EXTRACTORS[name].__name__}" + (
-                ")" if precision == "float32" else f", --precision {precision})")
+            computed = resolvedPrecision(precision, train_checks.runDeviceFor(PPO2Model, "auto", "raw_pixels"))
+            shown = computed if precision == computed else f"--precision {precision}: {computed}"
+            label = f"raw_pixels, CnnPolicy ({FEATURES_EXTRACTORS[name].__name__}, {shown})"
         elif row["mode"] == "ground_truth":
             label = "ground_truth, MlpPolicy"
         base = reference.get((row["mode"], row["num_cpu"], row["threads"])) if row["renderer"] else None
@@ -341,7 +344,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
 
 def bfloat16Text() -> str:
     """:return: whether this CPU computes ``--precision bfloat16`` in hardware, in words"""
-    return f"bfloat16 {'in hardware' if nativeBFloat16() else 'emulated'} on this CPU (--precision bfloat16)"
+    return (f"bfloat16 {'in hardware' if nativeBFloat16() else 'emulated'} on this CPU (--precision bfloat16; ppo2's "
+            f"default, auto, is {resolvedPrecision('auto', 'cpu')} here)")
 
 
 def goalVerdicts(rows: list[dict[str, Any]]) -> str:

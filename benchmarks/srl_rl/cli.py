@@ -43,7 +43,7 @@ from benchmarks.srl_rl.running import runEverything
 from environments import rendererRefusal
 from environments.registry import defaultRenderersText
 from environments.srl_env import RENDERERS
-from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS, PRECISIONS
+from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS, PRECISION_CHOICES
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.sweeps.executors import checkRayAddress
 from rl_baselines.sweeps.sweep import canonicalPath
@@ -137,9 +137,10 @@ def buildParser() -> CLIParser:
                              f"{', '.join(sorted(FEATURES_EXTRACTORS))}) [ppo2's default, "
                              f"{PPO2Model.DEFAULT_FEATURES_EXTRACTOR}; nature finds the runs archived with NatureCNN, "
                              "ppo2's default until 2026-12-06]")
-    parser.add_argument("--precision", choices=PRECISIONS, default=None,
+    parser.add_argument("--precision", choices=PRECISION_CHOICES, default=None,
                         help="what the raw-pixel rows' CNN computes in (train's --precision) "
-                             f"[ppo2's default, {PPO2Model.DEFAULT_PRECISION}]")
+                             f"[ppo2's default, {PPO2Model.DEFAULT_PRECISION}: bfloat16 on a CPU with bfloat16 "
+                             "instructions, else float32; float32 finds the runs archived in float32]")
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
                         help="where the pipeline runs the runs: local processes, or Ray tasks on a cluster "
                              "(pip install 'srl-toolbox[ray]'; prepare still runs here) [local]")

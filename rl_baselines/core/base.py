@@ -458,6 +458,18 @@ class BaseRLObject(abc.ABC):
         return cls.threadsHelp(settings.get("srl_model") == "raw_pixels")
 
     @classmethod
+    def resolvedOptions(cls, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """
+        The algorithm's own flags whose value is left to the machine (an ``auto``), resolved before args.json records
+        them: validation and the sweeps' recorded settings call this hook with the run's settings, its device
+        resolved.
+
+        :param settings: the run's args.json record: ``device``, ``srl_model`` and the algorithm's own flags
+        :return: name -> the value the run computes with; none here
+        """
+        return {}
+
+    @classmethod
     def supportsResume(cls) -> bool:
         """:return: whether the class implements saveTrainingState and loadTrainingState"""
         return (cls.saveTrainingState is not BaseRLObject.saveTrainingState

@@ -46,12 +46,12 @@ from rl_baselines.rl_algorithm.gail_discriminator import (
     checkExpertDataset,
     seedNormalisation,
 )
+from rl_baselines.rl_algorithm.image_features import addFeaturesExtractorFlags
 from rl_baselines.rl_algorithm.kept_settings import refuseOtherThanSaved
 from rl_baselines.rl_algorithm.model_data import hyperparamsInData, readModelData
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.rl_algorithm.sb3_base import (
     StableBaselinesRLObject,
-    addFeaturesExtractorFlags,
     addLearnerHyperparamFlags,
     addLrScheduleFlag,
     learnerHyperparamTable,

@@ -11,7 +11,9 @@ Each computes in the precision of ``--precision`` (:data:`PRECISIONS`, a constru
 zip): ``float32``, or ``bfloat16``: its convolutions and linear layer run under torch's bfloat16 autocast, forward and
 backward (the weights, their gradients and Adam stay float32) and its features come out as float32, so the policy's
 heads, its distribution and the losses are computed in float32 as ever. CPUs with bfloat16 instructions (AVX-512
-BF16, AMX) compute the CNN faster so; elsewhere bfloat16 is emulated and slower (:func:`nativeBFloat16`). With
+BF16, AMX) compute the CNN faster so; elsewhere bfloat16 is emulated and slower (:func:`nativeBFloat16`). ``auto``
+(ppo2's default) is bfloat16 on such a CPU and float32 elsewhere, resolved before args.json records the run's
+precision (:func:`resolvedPrecision`), so a run, its zip and a continued model name the one they computed in. With
 ``bfloat16`` the policy's Adam also takes its step fused (torch's ``fused=True``: one kernel over every parameter,
 the same update rounded otherwise): ``float32`` keeps SB3's own optimizer, so its runs stay bit for bit those of
 SB3's defaults.
@@ -39,9 +41,11 @@ from stable_baselines3.common.preprocessing import is_image_space
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-# --precision choices: what the features extractor computes in (the module docstring)
+# what the features extractor computes in (the module docstring); DEFAULT_PRECISION: a state's MLP, and SB3's
 PRECISIONS = ("float32", "bfloat16")
 DEFAULT_PRECISION = "float32"
+# --precision's choices: a precision, or auto (:func:`resolvedPrecision`), resolved before args.json records it
+PRECISION_CHOICES = ("auto", *PRECISIONS)
 
 
 def checkedPrecision(precision: str) -> str:
@@ -49,6 +53,19 @@ def checkedPrecision(precision: str) -> str:
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; valid choices: {', '.join(PRECISIONS)}")
     return precision
+
+
+def resolvedPrecision(precision: str, device: str | torch.device) -> str:
+    """
+    :param precision: a ``--precision`` (:data:`PRECISION_CHOICES`)
+    :param device: the device the run computes on
+    :return: the precision: ``auto`` is ``bfloat16`` on a CPU that computes it in hardware (:func:`nativeBFloat16`),
+        else ``float32`` (a CPU that would emulate it, and a GPU, where it was not measured)
+    :raises ValueError: a precision that is not one (one line)
+    """
+    if precision != "auto":
+        return checkedPrecision(precision)
+    return "bfloat16" if torch.device(device).type == "cpu" and nativeBFloat16() else "float32"
 
 
 def computedIn(precision: str, device: torch.device) -> torch.autocast:
@@ -160,6 +177,27 @@ def pixelPolicyKeywords(extractor: str, policy_class: type, precision: str = DEF
     if {"optimizer_class", "optimizer_kwargs"} & set(given):
         keywords.pop("optimizer_kwargs", None)
     return {**keywords, **given}
+
+
+def addFeaturesExtractorFlags(group: Any, default: str = DEFAULT_FEATURES_EXTRACTOR,
+                              precision: str = DEFAULT_PRECISION) -> None:
+    """
+    ``--features-extractor``, the image features extractor of the SB3 pixel policy (:data:`FEATURES_EXTRACTORS`),
+    and ``--precision``, what it computes in (:data:`PRECISION_CHOICES`).
+
+    :param group: the parser or argument group that takes them
+    :param default: the algorithm's ``DEFAULT_FEATURES_EXTRACTOR``
+    :param precision: the algorithm's ``DEFAULT_PRECISION``
+    """
+    group.add_argument("--features-extractor", choices=sorted(FEATURES_EXTRACTORS), default=default,
+                       help="image features extractor of the pixel policy (raw_pixels): nature = SB3's NatureCNN, "
+                            "medium and small = CNNs sized for 64x64 frames, about 1/2 and 1/3 of its multiply-adds "
+                            f"[{default}]")
+    group.add_argument("--precision", choices=PRECISION_CHOICES, default=precision,
+                       help="what the pixel policy's CNN computes in: bfloat16 = its layers under bfloat16 autocast "
+                            "(weights, heads, losses and Adam in float32; Adam's step fused), faster on CPUs with "
+                            "bfloat16 instructions (AVX-512 BF16, AMX); auto = bfloat16 on such a CPU, else float32, "
+                            f"recorded as resolved [{precision}]")
 
 
 def _extractorOf(model: Any) -> Any:

@@ -63,11 +63,11 @@ from rl_baselines.rl_algorithm.finite_training import (
 from rl_baselines.rl_algorithm.image_features import (
     DEFAULT_FEATURES_EXTRACTOR,
     DEFAULT_PRECISION,
-    FEATURES_EXTRACTORS,
-    PRECISIONS,
+    addFeaturesExtractorFlags,
     extractorName,
     pixelPolicyKeywords,
     precisionOf,
+    resolvedPrecision,
 )
 from rl_baselines.rl_algorithm.model_data import (
     LinearSchedule,
@@ -117,7 +117,7 @@ class StableBaselinesRLObject(BaseRLObject):
     EXTRACTOR_THREADS_HELP: ClassVar[Mapping[str, bool]] = {}
     # --features-extractor's default: the pixel policy's CNN (a key of FEATURES_EXTRACTORS) where the run names none
     DEFAULT_FEATURES_EXTRACTOR: ClassVar[str] = DEFAULT_FEATURES_EXTRACTOR
-    # --precision's default: what that CNN computes in (one of PRECISIONS)
+    # --precision's default: what that CNN computes in (one of PRECISION_CHOICES; auto: resolvedOptions)
     DEFAULT_PRECISION: ClassVar[str] = DEFAULT_PRECISION
 
     def __init__(self) -> None:
@@ -153,14 +153,22 @@ class StableBaselinesRLObject(BaseRLObject):
     @classmethod
     def idleOptions(cls, settings: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
         """``--features-extractor`` and ``--precision`` on a state (the pixel policy's flags, which do nothing there:
-        train warns once of each, not a refusal, and args.json records the algorithm's defaults)."""
+        train warns once of each, not a refusal, and args.json records the algorithm's default extractor and
+        float32, what an MLP computes in)."""
         if settings.get("srl_model") == "raw_pixels":
             return {}
         idle = f"it does nothing for --srl-model {settings.get('srl_model')!r}, a state read by an MLP"
         options = {"features_extractor": (cls.DEFAULT_FEATURES_EXTRACTOR, "chooses the pixel policy's CNN "
                                           f"(--srl-model raw_pixels); {idle}"),
-                   "precision": (cls.DEFAULT_PRECISION, f"sets what the pixel policy's CNN computes in; {idle}")}
+                   "precision": (DEFAULT_PRECISION, f"sets what the pixel policy's CNN computes in; {idle}")}
         return {name: option for name, option in options.items() if name in settings}
+
+    @classmethod
+    def resolvedOptions(cls, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """``--precision auto`` on raw pixels: bfloat16 or float32 for the run's device (:func:`resolvedPrecision`)"""
+        if settings.get("precision") != "auto" or settings.get("srl_model") != "raw_pixels":
+            return {}
+        return {"precision": resolvedPrecision("auto", str(settings.get("device") or "cpu"))}
 
     @classmethod
     def threadsHelpFor(cls, settings: Mapping[str, Any]) -> bool:
@@ -435,7 +443,7 @@ class StableBaselinesRLObject(BaseRLObject):
             policy = self.POLICIES["pixels" if pixels else "state"]
             if pixels:
                 extractor = settings.option("features_extractor", self.DEFAULT_FEATURES_EXTRACTOR)
-                precision = settings.option("precision", self.DEFAULT_PRECISION)
+                precision = resolvedPrecision(settings.option("precision", self.DEFAULT_PRECISION), device)
                 kwargs["policy_kwargs"] = pixelPolicyKeywords(extractor, self.SB3_CLASS.policy_aliases[policy],
                                                               precision, kwargs.get("policy_kwargs", {}))
             self.model = self.SB3_CLASS(policy, self.env, seed=settings.seed, device=device, verbose=0, **kwargs)
@@ -613,26 +621,6 @@ def addLrScheduleFlag(group: Any, default: str) -> None:
     """
     group.add_argument("--lr-schedule", choices=["constant", "linear"], default=default,
                        help=f"learning-rate schedule [{default}]")
-
-
-def addFeaturesExtractorFlags(group: Any, default: str = DEFAULT_FEATURES_EXTRACTOR,
-                              precision: str = DEFAULT_PRECISION) -> None:
-    """
-    ``--features-extractor``, the image features extractor of the SB3 pixel policy (:data:`FEATURES_EXTRACTORS`),
-    and ``--precision``, what it computes in (:data:`PRECISIONS`).
-
-    :param group: the parser or argument group that takes them
-    :param default: the algorithm's ``DEFAULT_FEATURES_EXTRACTOR``
-    :param precision: the algorithm's ``DEFAULT_PRECISION``
-    """
-    group.add_argument("--features-extractor", choices=sorted(FEATURES_EXTRACTORS), default=default,
-                       help="image features extractor of the pixel policy (raw_pixels): nature = SB3's NatureCNN, "
-                            "medium and small = CNNs sized for 64x64 frames, about 1/2 and 1/3 of its multiply-adds "
-                            f"[{default}]")
-    group.add_argument("--precision", choices=PRECISIONS, default=precision,
-                       help="what the pixel policy's CNN computes in: bfloat16 = its layers under bfloat16 autocast "
-                            "(weights, heads, losses and Adam in float32), faster on CPUs with bfloat16 "
-                            f"instructions (AVX-512 BF16, AMX) [{precision}]")
 
 
 def addLearnerHyperparamFlags(parser: argparse.ArgumentParser, learners: dict[str, type[StableBaselinesRLObject]],

@@ -184,7 +184,9 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
         args, hyperparams = _keptHyperparamsWithWarnings(args, hyperparams, loaded)
         _checkTogether(algo_class, args, hyperparams, continued=True)
     args = args.replace(hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args), start_timesteps=start_timesteps)
-    # auto threads last: they depend on the algorithm's own flags as applied (a continued model's extractor included)
+    # the algorithm's own autos (--precision), then auto threads last: they depend on the algorithm's own flags as
+    # applied (a continued model's extractor included)
+    args = args.replace(**algo_class.resolvedOptions(args.argsRecord()))
     return args.replace(torch_threads=runThreadsFor(algo_class, args.torch_threads, args.argsRecord()))
 
 
@@ -204,8 +206,10 @@ def _appliedWithWarnings(args: TrainConfig, algo_class: type) -> dict[str, Any]:
                                     "model",
                "buffer_save_freq": f"does nothing: --algo {args.algo} keeps no replay buffer",
                **{name: why for name, (_, why) in algo_class.idleOptions(record).items()}}
+    defaults = algorithmDefaults(args.algo)  # (an own flag left at a default the run resolves, such as auto: silent)
     for name, why in reasons.items():
-        if name in applied and record[name] != applied[name]:
+        if name in applied and record[name] != applied[name] and not (name in defaults
+                                                                       and record[name] == defaults[name]):
             warnings.warn(f"--{name.replace('_', '-')} {record[name]} {why}", UsageWarning)
     return applied
 

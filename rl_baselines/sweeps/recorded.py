@@ -7,8 +7,8 @@ new one. Its args.json tells. Invariants:
 - a run's train settings (:func:`trainSettings`) are those its train command line gives, as args.json records them
   before the train command resolves the device, the learned model's folder and its image size, without the settings
   that do not change a result (:data:`NOT_A_RESULT`) nor those that do nothing for its observation (idleSettings);
-- a spec's settings (:func:`specSettings`) are what train would record for it now: the renderer and the raw-pixel
-  hyperparameter defaults resolved as train resolves them;
+- a spec's settings (:func:`specSettings`) are what train would record for it now: the renderer, the raw-pixel
+  hyperparameter defaults and the algorithm's own autos (``--precision``) resolved as train resolves them;
 - a run whose args.json differs from its spec's settings (:func:`otherSettings`), or whose env had another physics
   version (:func:`otherPhysics`), was made with other settings (:func:`changedSettings`).
 """
@@ -22,6 +22,7 @@ from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder, runPhysics
 from rl_baselines.runs.args_format import withAddedSettings
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
+from rl_baselines.runs.train_checks import runDeviceFor
 from rl_baselines.runs.train_config import TrainConfig, appliedSettings, idleSettings
 from rl_baselines.sweeps.sweep import parseTrainArgs
 from srl_toolbox.files import readJson
@@ -68,13 +69,20 @@ def specSettings(spec: Any) -> dict[str, Any]:
     """
     :param spec: a run spec (rl_baselines.sweeps.sweep.RunSpec)
     :return: the :func:`trainSettings` of its train command line, as train's parser gives them (JSON values), with
-        the renderer and the raw-pixel hyperparameter defaults as train resolves and records them (``--renderer``
-        left out: the env's default, by name; :func:`rl_baselines.core.hyperparams.pixelDefaultFlags`)
+        the renderer, the raw-pixel hyperparameter defaults and the algorithm's own autos as train resolves and
+        records them (``--renderer`` left out: the env's default, by name;
+        :func:`rl_baselines.core.hyperparams.pixelDefaultFlags`; ``resolvedOptions``: ``--precision auto``)
     """
     args = parseTrainArgs(spec.algo, spec.env, spec.srl_model, int(spec.seed), spec.train_args)
     args["renderer"] = resolvedRenderer(args.get("renderer"), spec.env)
     given = hyperparamStrings(TrainConfig.fromValues(args))  # (--hyperparam and --hyperparam-file)
-    args.update(pixelDefaultFlags(registered_rl[spec.algo][0], spec.srl_model, args, given, args["augment"]))
+    algo_class = registered_rl[spec.algo][0]
+    args.update(pixelDefaultFlags(algo_class, spec.srl_model, args, given, args["augment"]))
+    try:  # the algorithm's own autos (--precision) for the device the run computes on
+        device = runDeviceFor(algo_class, args.get("device"), spec.srl_model)
+    except ValueError:  # (a GPU asked where there is none: train refuses the run)
+        device = str(args.get("device"))
+    args.update(algo_class.resolvedOptions({**args, "device": device}))
     return trainSettings({name: list(value) if isinstance(value, tuple) else value
                           for name, value in args.items()})
 
