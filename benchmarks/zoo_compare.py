@@ -8,8 +8,8 @@ settings and PPO hyperparameters (ppo2's defaults, with its raw-pixel ones for r
 envs, written into an rl_zoo3 hyperparameters file):
 
 - ``toolbox raw_pixels``: ``python -m rl_baselines.train --algo ppo2 --srl-model raw_pixels`` at every default but
-  the CNN, ``--features-extractor nature`` (:data:`ZOO_CNN`: the NatureCNN of rl_zoo3's CnnPolicy, so that the two
-  programs train the same network);
+  the CNN, ``--features-extractor nature --precision float32`` (:data:`ZOO_CNN`, :data:`ZOO_PRECISION`: the NatureCNN
+  of rl_zoo3's CnnPolicy in float32, so that the two programs train the same network the same way);
 - ``toolbox <learned>``: the same on a learned representation (``--learned``, default srl_splits: the best learned
   row of the SRL + RL benchmark on this env), trained first by ``python -m srl_models.prepare`` at its defaults (its
   time is reported on its own line, not added to the run's);
@@ -78,6 +78,7 @@ from srl_toolbox.files import atomicPath, writeJson
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = MOBILE
 ZOO_CNN = "nature"  # SB3 CnnPolicy's features extractor, which rl_zoo3 builds: the toolbox's raw-pixel runs take it
+ZOO_PRECISION = "float32"  # and what rl_zoo3 computes it in (the toolbox's default, auto, may be bfloat16)
 PLAN = PLANS[MOBILE]
 RESULT_FILE = "result.json"
 ZOO_PACKAGES = os.path.join(ROOT, ".zoo-packages")
@@ -115,12 +116,12 @@ def zooHyperparams(steps: int, given: dict[str, Any] | None = None) -> dict[str,
 def toolboxCommand(observation: str, steps: int, eval_freq: int, seed: int, log_dir: str,
                    srl_config_file: str | None, given: dict[str, Any] | None = None) -> list[str]:
     """:return: the train command of one toolbox run: ``given`` ppo2 hyperparameters as ``--hyperparam``, raw pixels
-    through :data:`ZOO_CNN`, every other setting at train's default"""
+    through :data:`ZOO_CNN` in :data:`ZOO_PRECISION`, every other setting at train's default"""
     command = ["-m", "rl_baselines.train", "--algo", "ppo2", "--env", ENV, "--srl-model", observation,
                "--num-timesteps", str(steps), "--eval-freq", str(eval_freq), "--eval-episodes",
                str(PLAN.eval_episodes), "--seed", str(seed), "--log-dir", log_dir, "--no-vis", "--no-progress"]
     command += ["--hyperparam", *(f"{name}:{value}" for name, value in given.items())] if given else []
-    command += ["--features-extractor", ZOO_CNN] if observation == "raw_pixels" else []
+    command += ["--features-extractor", ZOO_CNN, "--precision", ZOO_PRECISION] if observation == "raw_pixels" else []
     return command + (["--srl-config-file", srl_config_file] if srl_config_file else [])
 
 

@@ -202,9 +202,9 @@ def test_the_committed_archive_compares_each_default_renderer_with_tinyrenderer(
     pixels, made again under ppo2's raw-pixel default (clip_range_vf 0.2), compare with their unclipped runs of the same
     renderer first (5 seeds), and the TinyRenderer ones differ by both; raw pixels with --augment shift (DrAC's update
     now) with RAD's runs of the same renderer first. The raw-pixel runs of one env trained NatureCNN (ppo2's default
-    until 2026-12-06): `--features-extractor nature`."""
+    until 2026-12-06) in float32: `--features-extractor nature --precision float32`."""
     earlier = compare.loadComparison(plans.RUNS_FILE)
-    settings = _settings(["--envs", "1", "--features-extractor", "nature"])
+    settings = _settings(["--envs", "1", "--features-extractor", "nature", "--precision", "float32"])
     for env, renderer in ((MOBILE, "sprites"), (KUKA, "lowpoly")):
         plan = next(plan for plan in settings.plans if plan.env == env)
         specs = settings.specs(plan)
@@ -240,14 +240,16 @@ def test_the_committed_archive_compares_each_default_renderer_with_tinyrenderer(
                               if env == KUKA and observation not in ("atc", "curl") else [])
 
 
-@pytest.mark.parametrize("argv", [[], ["--features-extractor", "nature"]])
+@pytest.mark.parametrize("argv", [["--precision", "float32"],
+                                  ["--features-extractor", "nature", "--precision", "float32"]])
 def test_the_committed_archive_compares_four_envs_per_run_with_one_on_every_task(argv) -> None:
     """The benchmark's runs of 4 envs (ppo2's default) against the runs of one env on every task and row: the same
-    seeds, renderer and physics, only the number of envs differs (the raw-pixel rows: their runs under the same update
-    and CNN). The raw-pixel rows compare first with the latest group of 5 seeds, MediumCNN's runs in bfloat16
-    (``--precision bfloat16``, made after those of MediumCNN and of NatureCNN, ppo2's default before and the CNN of
-    their runs of one env; with ``--features-extractor nature``, MediumCNN's float32 runs where they are as late); their
-    earlier settings also hold the runs of one env, which differ from them by that alone."""
+    seeds, renderer and physics, only the number of envs differs (the raw-pixel rows: their runs under the same
+    update and CNN, in float32, as the runs of one env trained). The raw-pixel rows compare first with the latest
+    group of 5 seeds, MediumCNN's runs in bfloat16 (``--precision bfloat16``, made after those of MediumCNN and of
+    NatureCNN, ppo2's default before and the CNN of their runs of one env; with ``--features-extractor nature``,
+    MediumCNN's float32 runs where they are as late); their earlier settings also hold the runs of one env, which
+    differ from them by that alone."""
     earlier = compare.loadComparison(plans.RUNS_FILE)
     settings = _settings(argv)
     assert [plan.env for plan in settings.plans] == list(plans.PLANS)
@@ -261,10 +263,11 @@ def test_the_committed_archive_compares_four_envs_per_run_with_one_on_every_task
             changes = compare.settingsChanges(group.train, planned, group.physics, recorded.envPhysics(plan.env))
             seeds = sorted(int(spec.seed) for spec in specs if plans.specObservation(spec) == observation)
             if plans.modelName(observation) == plans.RAW_PIXELS:
-                cnn = ["features_extractor medium -> nature"] if argv else []
-                latest = [[*cnn, "precision bfloat16 -> float32"], *([cnn] if argv else [])]  # (same-day runs)
+                nature = "nature" in argv
+                cnn = ["features_extractor medium -> nature"] if nature else []
+                latest = [[*cnn, "precision bfloat16 -> float32"], *([cnn] if nature else [])]  # (same-day runs)
                 assert changes in latest and group.seeds == seeds, (plan.env, observation, changes)
-                if not argv:
+                if not nature:
                     continue
                 group = compare.chosenGroup([group for group in found if group.train["num_cpu"] == 1])
                 changes = compare.settingsChanges(group.train, planned, group.physics, recorded.envPhysics(plan.env))
