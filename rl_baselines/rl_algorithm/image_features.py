@@ -41,7 +41,7 @@ from stable_baselines3.common.preprocessing import is_image_space
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-# what the features extractor computes in (the module docstring); DEFAULT_PRECISION: a state's MLP, and SB3's
+# what the features extractor computes in (the module docstring); DEFAULT_PRECISION is SB3's, and a state's MLP's
 PRECISIONS = ("float32", "bfloat16")
 DEFAULT_PRECISION = "float32"
 # --precision's choices: a precision, or auto (:func:`resolvedPrecision`), resolved before args.json records it
