@@ -14,7 +14,7 @@ Variants, each timed over ``--steps`` minibatch steps after a warm-up, alternate
 kept): each extractor of ``--extractors`` at each minibatch size of ``--batch-sizes`` and each torch thread count of
 ``--threads``, in float32; then ppo2's default extractor (:data:`DEFAULT_EXTRACTOR`, MediumCNN) at its minibatch size
 with ``--precision bfloat16`` (its layers under bfloat16 autocast; weights, heads, losses and Adam in float32, Adam's
-step fused), at each thread count. The ceiling sentence is that of ppo2's default precision on this CPU (``auto``).
+step fused), at each thread count. The ceiling sentence is that of ppo2's default precision.
 
 Per variant: ms per minibatch, ms per sample, and the ceiling: ppo2's steps/s if a step cost nothing but its share
 of the update, ``1000 / (n_epochs x ms per sample)`` at ppo2's ``n_epochs`` (each env step's sample is trained on

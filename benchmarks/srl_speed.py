@@ -14,9 +14,9 @@ renderer, side by side) and each number of parallel envs:
   The VAE is trained first, inside the benchmark, on a small generated dataset (a few episodes, a few epochs: the
   speed does not depend on its quality);
 - ``raw_pixels``: the same images go to SB3's CnnPolicy with ppo2's default ``--features-extractor`` (MediumCNN) and
-  ``--precision`` (auto: bfloat16 on a CPU with bfloat16 instructions, the CNN's layers under bfloat16 autocast and
-  Adam's step fused; float32 elsewhere);
-- ``raw_pixels_float32``: the same with ``--precision float32``;
+  ``--precision`` (float32);
+- ``raw_pixels_bfloat16``: the same with ``--precision bfloat16`` (the CNN's layers under bfloat16 autocast, Adam's
+  step fused);
 - ``raw_pixels_nature``, ``raw_pixels_small``: the same with ``--features-extractor nature`` (SB3's NatureCNN),
   ``small`` (SmallCNN);
 - ``ground_truth``: no rendering, MlpPolicy on the robot position.
@@ -85,7 +85,7 @@ ENV_ID = "MobileRobotGymEnv-v0"
 STATE_DIM = 32
 # raw-pixel mode -> its --features-extractor and --precision (raw_pixels: ppo2's defaults, given by no flag)
 RAW_PIXEL_MODES = {"raw_pixels": (PPO2Model.DEFAULT_FEATURES_EXTRACTOR, PPO2Model.DEFAULT_PRECISION),
-                   "raw_pixels_float32": (PPO2Model.DEFAULT_FEATURES_EXTRACTOR, "float32"),
+                   "raw_pixels_bfloat16": (PPO2Model.DEFAULT_FEATURES_EXTRACTOR, "bfloat16"),
                    "raw_pixels_nature": ("nature", "float32"), "raw_pixels_small": ("small", "float32")}
 MODES = ("vae", "vae_other", *RAW_PIXEL_MODES, "ground_truth")
 IMAGE_MODES = ("vae", "vae_other", *RAW_PIXEL_MODES)
@@ -344,8 +344,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
 
 def bfloat16Text() -> str:
     """:return: whether this CPU computes ``--precision bfloat16`` in hardware, in words"""
-    return (f"bfloat16 {'in hardware' if nativeBFloat16() else 'emulated'} on this CPU (--precision bfloat16; ppo2's "
-            f"default, auto, is {resolvedPrecision('auto', 'cpu')} here)")
+    return (f"bfloat16 {'in hardware' if nativeBFloat16() else 'emulated'} on this CPU (--precision bfloat16; "
+            f"--precision auto is {resolvedPrecision('auto', 'cpu')} here)")
 
 
 def goalVerdicts(rows: list[dict[str, Any]]) -> str:

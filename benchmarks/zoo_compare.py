@@ -78,7 +78,7 @@ from srl_toolbox.files import atomicPath, writeJson
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = MOBILE
 ZOO_CNN = "nature"  # SB3 CnnPolicy's features extractor, which rl_zoo3 builds: the toolbox's raw-pixel runs take it
-ZOO_PRECISION = "float32"  # and what rl_zoo3 computes it in (the toolbox's default, auto, may be bfloat16)
+ZOO_PRECISION = "float32"  # and what rl_zoo3 computes it in, whatever ppo2's default
 PLAN = PLANS[MOBILE]
 RESULT_FILE = "result.json"
 ZOO_PACKAGES = os.path.join(ROOT, ".zoo-packages")

@@ -15,8 +15,8 @@ from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs.train_checks import runDeviceFor
 from rl_baselines.sweeps.recorded import specSettings
 
-# what ppo2's --precision auto gives the benchmark's raw-pixel runs on this machine
-DEFAULT_PRECISION = resolvedPrecision("auto", runDeviceFor(PPO2Model, None, "raw_pixels"))
+# what ppo2's default --precision gives the benchmark's raw-pixel runs on this machine
+DEFAULT_PRECISION = resolvedPrecision(PPO2Model.DEFAULT_PRECISION, runDeviceFor(PPO2Model, None, "raw_pixels"))
 
 
 def _settings(argv: list[str]) -> plans.Settings:
@@ -83,8 +83,8 @@ def test_the_committed_archive_holds_every_run_of_the_default_plan() -> None:
     settings make; Kuka's records of physics version 1 or of TinyRenderer are not taken for runs of its default, and
     raw pixels' records are not taken for the runs of raw pixels with --augment shift. So do the runs of NatureCNN
     (`--features-extractor nature`), ppo2's default until 2026-12-06, those of one env per run (`--envs 1`), ppo2's
-    default until 2026-12-05, with NatureCNN, and those of MediumCNN in float32 and in bfloat16 (`--precision`; the
-    default, auto, is one of them by the CPU); the other rows' runs are the same for each."""
+    default until 2026-12-05, with NatureCNN, and those of MediumCNN in float32 and in bfloat16 (`--precision`, with
+    Adam fused); the other rows' runs are the same for each."""
     archive = bench_archive.loadArchive(plans.RUNS_FILE)
     nature = ["--features-extractor", "nature", "--precision", "float32"]
     for argv, envs, extractor, precision in (([], 4, "medium", DEFAULT_PRECISION),
@@ -148,7 +148,7 @@ def test_the_pixel_flags_reach_every_run_and_a_states_key_stays() -> None:
             assert specSettings(spec) == specSettings(other)
         elif spec.srl_model == plans.RAW_PIXELS:
             assert specSettings(other)["precision"] == "bfloat16"
-            assert specSettings(spec)["precision"] == DEFAULT_PRECISION  # (ppo2's auto, as train resolves it)
+            assert specSettings(spec)["precision"] == DEFAULT_PRECISION  # (as train resolves it)
 
 
 def test_a_fresh_clone_reports_the_committed_archive(tmp_path, monkeypatch, capsys) -> None:

@@ -180,7 +180,7 @@ def test_given_hyperparameters_reach_both_programs_and_keep_the_default_runs(tmp
     assert "--hyperparam" not in raw  # defaults: no flag
     # rl_zoo3's CnnPolicy builds SB3's NatureCNN, not ppo2's default MediumCNN: the toolbox's raw-pixel runs take it too
     assert raw[raw.index("--features-extractor") + 1] == "nature"
-    assert raw[raw.index("--precision") + 1] == "float32"  # (rl_zoo3's: the toolbox's auto may be bfloat16)
+    assert raw[raw.index("--precision") + 1] == "float32"  # (rl_zoo3's, whatever ppo2's default)
     assert "--features-extractor" not in zoo_compare.toolboxCommand("srl_splits", 10, 5, 0, "d", "srl.yaml")
 
 

@@ -139,8 +139,8 @@ def buildParser() -> CLIParser:
                              "ppo2's default until 2026-12-06]")
     parser.add_argument("--precision", choices=PRECISION_CHOICES, default=None,
                         help="what the raw-pixel rows' CNN computes in (train's --precision) "
-                             f"[ppo2's default, {PPO2Model.DEFAULT_PRECISION}: bfloat16 on a CPU with bfloat16 "
-                             "instructions, else float32; float32 finds the runs archived in float32]")
+                             f"[ppo2's default, {PPO2Model.DEFAULT_PRECISION}; auto: bfloat16 on a CPU with bfloat16 "
+                             "instructions, else float32]")
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
                         help="where the pipeline runs the runs: local processes, or Ray tasks on a cluster "
                              "(pip install 'srl-toolbox[ray]'; prepare still runs here) [local]")

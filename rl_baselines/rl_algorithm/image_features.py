@@ -11,9 +11,9 @@ Each computes in the precision of ``--precision`` (:data:`PRECISIONS`, a constru
 zip): ``float32``, or ``bfloat16``: its convolutions and linear layer run under torch's bfloat16 autocast, forward and
 backward (the weights, their gradients and Adam stay float32) and its features come out as float32, so the policy's
 heads, its distribution and the losses are computed in float32 as ever. CPUs with bfloat16 instructions (AVX-512
-BF16, AMX) compute the CNN faster so; elsewhere bfloat16 is emulated and slower (:func:`nativeBFloat16`). ``auto``
-(ppo2's default) is bfloat16 on such a CPU and float32 elsewhere, resolved before args.json records the run's
-precision (:func:`resolvedPrecision`), so a run, its zip and a continued model name the one they computed in. With
+BF16, AMX) compute the CNN faster so; elsewhere bfloat16 is emulated and slower (:func:`nativeBFloat16`). ``auto`` is
+bfloat16 on such a CPU and float32 elsewhere, resolved before args.json records the run's precision
+(:func:`resolvedPrecision`), so a run, its zip and a continued model name the one they computed in. With
 ``bfloat16`` the policy's Adam also takes its step fused (torch's ``fused=True``: one kernel over every parameter,
 the same update rounded otherwise): ``float32`` keeps SB3's own optimizer, so its runs stay bit for bit those of
 SB3's defaults.

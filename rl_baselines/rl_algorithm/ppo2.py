@@ -30,9 +30,6 @@ class PPO2Model(AugmentLossChoice, StableBaselinesRLObject):
     # MediumCNN: NatureCNN's learning on both robots' tasks (as many seeds at the threshold, in no more steps) at
     # 1.4-1.5x its rate (docs/benchmarks.md, "MediumCNN against NatureCNN"; the README's features extractors)
     DEFAULT_FEATURES_EXTRACTOR = "medium"
-    # bfloat16 (with Adam fused) where the CPU computes it in hardware: MediumCNN's learning on both robots' tasks at
-    # 1.35-1.49x its float32 rate (docs/benchmarks.md, "ppo2's default precision, auto"); float32 elsewhere
-    DEFAULT_PRECISION = "auto"
     HYPERPARAMS = {
         "n_steps": Hyperparam(128, "steps per env between updates", bounds=(1, None), search=(32, 2048)),
         # >= 2: SB3 normalises the advantages over each minibatch (its assertion, batch_size > 1)
