@@ -170,8 +170,8 @@ def test_the_speed_benchmarks_row_of_bfloat16_is_ppo2s_default_cnn_with_the_flag
 def test_auto_is_bfloat16_where_the_cpu_computes_it_else_float32_resolved_before_args_json(monkeypatch, tmp_path,
                                                                                            native: bool) -> None:
     """``--precision auto``: bfloat16 on a CPU with bfloat16 instructions, float32 elsewhere (and on a GPU), as
-    validation records it and as the sweeps' recorded settings read a spec (so a finished run is found); on a state
-    float32, silently (auto is every algorithm's choice); the default stays float32."""
+    validation records it and as the sweeps' recorded settings read a spec (so a finished run is found), for every
+    SB3-backed algorithm; a state records float32; the default stays float32."""
     monkeypatch.setattr(image_features, "nativeBFloat16", lambda: native)
     expected = "bfloat16" if native else "float32"
     assert resolvedPrecision("auto", "cpu") == expected and resolvedPrecision("auto", "cuda") == "float32"

@@ -208,8 +208,8 @@ def canonicalArgs(algo: str, args: Mapping[str, Any], cwd: str | None = None, id
     :return: the settings that differ from train's defaults, except those in :data:`NOT_IN_RUN_ID`, those that do
         nothing for the run read as it applies them unless ``idle`` (train_config's ``appliedSettings``, its
         ``idleSettings`` among them: ``--augment-loss rad`` without ``--augment`` is the default's id; an
-        algorithm's own flag idle for the run at the value its ``idleOptions`` records: ppo2's ``--precision`` on a
-        state, float32 where the default is auto), with the
+        algorithm's own flag idle for the run at the value its ``idleOptions`` records, which may differ from the
+        flag's default: ``--precision`` on a state records float32), with the
         :data:`PATH_SETTINGS` spelled by :func:`canonicalPath` (and a ``--hyperparam-file`` with the hyperparameters
         it gives: :func:`_hyperparamFileSetting`); the renderer as train resolves it (left out: the env's
         default), named unless it is the reference renderer, so that an explicit ``--renderer`` of the env's default
