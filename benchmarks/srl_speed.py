@@ -300,6 +300,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                               f"{row['encode_ms']:.2f} ms, rest {row['rest_ms']:.2f} ms per step)", flush=True)
     reference = {(row["mode"], row["num_cpu"], row["threads"]): row["rate"] for row in rows
                  if row["renderer"] == REFERENCE_RENDERER}
+    pixel_device = train_checks.runDeviceFor(PPO2Model, "auto", "raw_pixels")  # (where the raw-pixel rows trained)
     lines = ["| observation | renderer | envs | torch threads | PPO steps/s | vs tinyrenderer | env ms/step | "
              "encoder ms/step | policy + updates ms/step |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
@@ -308,7 +309,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             label += f", encoded {row['placement']}" + (" (the default)" if row["mode"] == "vae" else "")
         if row["mode"] in RAW_PIXEL_MODES:
             name, precision = RAW_PIXEL_MODES[row["mode"]]
-            computed = resolvedPrecision(precision, train_checks.runDeviceFor(PPO2Model, "auto", "raw_pixels"))
+            computed = resolvedPrecision(precision, pixel_device)
             shown = computed if precision == computed else f"--precision {precision}: {computed}"
             label = f"raw_pixels, CnnPolicy ({FEATURES_EXTRACTORS[name].__name__}, {shown})"
         elif row["mode"] == "ground_truth":

@@ -153,14 +153,13 @@ class StableBaselinesRLObject(BaseRLObject):
     @classmethod
     def idleOptions(cls, settings: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
         """``--features-extractor`` and ``--precision`` on a state (the pixel policy's flags, which do nothing there:
-        train warns once of each, not a refusal, and args.json records the algorithm's default extractor and
-        float32, what an MLP computes in)."""
+        train warns once of each, not a refusal, and args.json records the algorithm's defaults)."""
         if settings.get("srl_model") == "raw_pixels":
             return {}
         idle = f"it does nothing for --srl-model {settings.get('srl_model')!r}, a state read by an MLP"
         options = {"features_extractor": (cls.DEFAULT_FEATURES_EXTRACTOR, "chooses the pixel policy's CNN "
                                           f"(--srl-model raw_pixels); {idle}"),
-                   "precision": (DEFAULT_PRECISION, f"sets what the pixel policy's CNN computes in; {idle}")}
+                   "precision": (cls.DEFAULT_PRECISION, f"sets what the pixel policy's CNN computes in; {idle}")}
         return {name: option for name, option in options.items() if name in settings}
 
     @classmethod

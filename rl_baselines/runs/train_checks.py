@@ -206,10 +206,8 @@ def _appliedWithWarnings(args: TrainConfig, algo_class: type) -> dict[str, Any]:
                                     "model",
                "buffer_save_freq": f"does nothing: --algo {args.algo} keeps no replay buffer",
                **{name: why for name, (_, why) in algo_class.idleOptions(record).items()}}
-    defaults = algorithmDefaults(args.algo)  # (an own flag left at a default the run resolves, such as auto: silent)
     for name, why in reasons.items():
-        if name in applied and record[name] != applied[name] and not (name in defaults
-                                                                       and record[name] == defaults[name]):
+        if name in applied and record[name] != applied[name]:
             warnings.warn(f"--{name.replace('_', '-')} {record[name]} {why}", UsageWarning)
     return applied
 

@@ -207,9 +207,7 @@ def canonicalArgs(algo: str, args: Mapping[str, Any], cwd: str | None = None, id
         ids made before they were left out)
     :return: the settings that differ from train's defaults, except those in :data:`NOT_IN_RUN_ID`, those that do
         nothing for the run read as it applies them unless ``idle`` (train_config's ``appliedSettings``, its
-        ``idleSettings`` among them: ``--augment-loss rad`` without ``--augment`` is the default's id; an
-        algorithm's own flag idle for the run at the value its ``idleOptions`` records, which may differ from the
-        flag's default: ``--precision`` on a state records float32), with the
+        ``idleSettings`` among them: ``--augment-loss rad`` without ``--augment`` is the default's id), with the
         :data:`PATH_SETTINGS` spelled by :func:`canonicalPath` (and a ``--hyperparam-file`` with the hyperparameters
         it gives: :func:`_hyperparamFileSetting`); the renderer as train resolves it (left out: the env's
         default), named unless it is the reference renderer, so that an explicit ``--renderer`` of the env's default
@@ -225,9 +223,6 @@ def canonicalArgs(algo: str, args: Mapping[str, Any], cwd: str | None = None, id
         args["renderer"] = defaultRenderer(args["env"]) if args.get("env") in registered_env else REFERENCE_RENDERER
     if not idle:  # (the idleSettings at train's defaults: img_shape None, srl_state_scale none)
         args.update(appliedSettings(args))
-        if algo in installed_algorithms:  # an own flag idle for the run: what a run without it records is its default
-            idle_options = getattr(installed_algorithms[algo][0], "idleOptions", None)  # (none: a plugin of API 1)
-            defaults.update({name: value for name, (value, _) in (idle_options(args) if idle_options else {}).items()})
     return {key: value for key, value in sorted(args.items())
             if key not in NOT_IN_RUN_ID and defaults.get(key) != value}
 
