@@ -316,6 +316,22 @@ def test_a_worker_that_ends_between_two_waits_is_still_the_failure(monkeypatch):
         workers.close()
 
 
+def test_a_worker_seen_ended_before_it_can_be_reaped_is_still_the_failure():
+    """A dead worker's sentinel can be ready a moment before a non-blocking wait sees it exit (CI once caught rank 0,
+    broken in a collective by the dead worker, finding no failure and ending in gloo's traceback): here the
+    non-blocking wait never sees it, and rank 0's stop must still name the failure."""
+    workers = LocalWorkers(failingWorker, 2, "x")
+    popen = workers.processes[1]._popen
+    real_poll = popen.poll
+    popen.poll = lambda flag=os.WNOHANG: None if flag == os.WNOHANG and popen.returncode is None else real_poll(flag)
+    try:
+        assert ppo1_workers.connection.wait([workers.processes[1].sentinel], timeout=120)
+        assert workers.stop(wait=True) == "ppo1 worker rank 1 failed (exit code 3): RuntimeError: rank 1 gives up"
+    finally:
+        workers.stop(wait=False)
+        workers.close()
+
+
 @pytest.mark.parametrize("fail_at, message", [
     ("env", "ppo1 worker rank 1 failed (exit code 1): RuntimeError: no env for this worker; the run stopped"),
     ("update", "ppo1 worker rank 1 was killed by SIGKILL; the run stopped")])

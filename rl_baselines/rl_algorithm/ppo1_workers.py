@@ -73,12 +73,29 @@ class LocalWorkers:
             pass
         return f"ppo1 worker rank {rank} {how}" + (f": {error}" if error else "")
 
+    @staticmethod
+    def _exitCode(process: Any) -> int | None:
+        """
+        :return: ``process``'s exit code, None while it runs. Called under the lock only, so that one thread at a
+            time reaps the workers (a second one's wait fails and reads no exit code). A worker whose sentinel is
+            ready has ended: it is reaped by a blocking wait, as the sentinel can be ready a moment before a
+            non-blocking wait sees the exit.
+        """
+        if process.exitcode is None and connection.wait([process.sentinel], timeout=0):
+            process.join()
+        return process.exitcode
+
+    def _alive(self) -> list[Any]:
+        """:return: the sentinels of the workers still running"""
+        with self.lock:
+            return [process.sentinel for process in self.processes.values() if self._exitCode(process) is None]
+
     def _look(self) -> None:
         """Record the first worker that ended with a failure, and kill the others (under the lock)."""
         with self.lock:
             if self.closing or self.failure is not None:
                 return
-            failed = [rank for rank, process in self.processes.items() if process.exitcode not in (None, 0)]
+            failed = [rank for rank, process in self.processes.items() if self._exitCode(process) not in (None, 0)]
             if not failed:
                 return
             self.failure = self._describe(failed[0])
@@ -88,7 +105,7 @@ class LocalWorkers:
 
     def _watch(self) -> None:
         while not self.closing and self.failure is None:
-            alive = [process.sentinel for process in self.processes.values() if process.exitcode is None]
+            alive = self._alive()
             if not alive:
                 self._look()  # the last ones ended between two waits
                 return
@@ -128,7 +145,7 @@ class LocalWorkers:
         :param wait: first wait a little for a worker to end (a dead worker is what breaks rank 0's collectives)
         :return: :attr:`failure`, None when no worker failed first
         """
-        alive = [process.sentinel for process in self.processes.values() if process.exitcode is None]
+        alive = self._alive()
         if wait and alive and self.failure is None:
             connection.wait(alive, timeout=self.REAP_S)
         self._look()
