@@ -11,7 +11,9 @@ envs among them; the extractors' sweeps run side by side, sharing the workers):
 - ground truth at the SRL + RL benchmark's budget and on its seeds (more than the others where its plan asks for
   more: Nav 2D's leaves some seeds at the wall): 90% of its mean final evaluation reward is the threshold, as in
   docs/srl.md;
-- raw pixels with each extractor at ``--budget`` steps, the same seeds.
+- raw pixels with each extractor at ``--budget`` steps, the same seeds: NatureCNN in float32, as SB3 computes it,
+  each other extractor in ``--precision`` (train's default without it; ``--precision bfloat16`` judges an
+  extractor computing in bfloat16 against NatureCNN in float32).
 
 "As well" means: at least as many seeds reach the threshold, in no more steps (median over the seeds
 that reach it). It only says something at a budget where NatureCNN reaches the threshold: the script says when it
@@ -31,8 +33,8 @@ start it with ``nice`` and let it run; a run's steps to the threshold do not dep
 report prints the load).
 
 Usage: ``python -m benchmarks.cnn_features [--envs ENV ...] [--budget 200000] [--eval-freq 10000] [--seeds 3]
-[--workers 2] [--extractors NAME ...] [--renderer NAME] [--bench-dir logs/bench_cnn] [--report-only] [--quick]
-[--no-append]`` (``make bench-cnn``).
+[--workers 2] [--extractors NAME ...] [--precision P] [--renderer NAME] [--bench-dir logs/bench_cnn] [--report-only]
+[--quick] [--no-append]`` (``make bench-cnn``).
 """
 from __future__ import annotations
 
@@ -53,7 +55,7 @@ from benchmarks.srl_rl.runs import RunRecord, continuedNote, dropRunsOfOtherSett
 from environments import defaultRenderer, rendererRefusal
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.core.registry import defaultEnvs
-from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS
+from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS, PRECISION_CHOICES
 from rl_baselines.sweeps.sweep import expandGrid
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.devices import threadsEnvironment, threadsShare
@@ -75,24 +77,36 @@ def observationOf(variant: str) -> str:
     return GROUND_TRUTH if variant == GROUND_TRUTH else "raw_pixels"
 
 
-def trainFlags(plan: EnvPlan, variant: str, steps: int, eval_freq: int, renderer: str | None = None) -> list[str]:
+def precisionOf(variant: str, precision: str | None) -> str | None:
+    """:return: the ``--precision`` of a variant's runs: float32 for NatureCNN (as SB3 computes it), ``precision`` for
+    the other extractors (None: train's default), None for ground truth (no CNN)"""
+    if variant == GROUND_TRUTH:
+        return None
+    return "float32" if variant == NATURE else precision
+
+
+def trainFlags(plan: EnvPlan, variant: str, steps: int, eval_freq: int, renderer: str | None = None,
+               precision: str | None = None) -> list[str]:
     """
     :param plan: the env's settings (benchmarks.srl_rl.plans)
     :param variant: ``ground_truth`` or a features extractor
     :param steps: env steps per run
     :param eval_freq: env steps between evaluations
     :param renderer: the raw-pixel runs' --renderer (None: the env's default)
+    :param precision: the judged extractors' --precision (:func:`precisionOf`; None: train's default)
     :return: the train flags of the variant's runs besides algorithm, env, observation and seed
     """
     extractor = [] if variant == GROUND_TRUTH else ["--features-extractor", variant]
     if variant != GROUND_TRUTH and renderer is not None:
         extractor += ["--renderer", renderer]
+    if (computed_in := precisionOf(variant, precision)) is not None:
+        extractor += ["--precision", computed_in]
     return [*plan.flags, *plan.run_flags, "--num-timesteps", str(steps), "--eval-freq", str(eval_freq),
             "--eval-episodes", str(plan.eval_episodes), *extractor]
 
 
 def sweepCommand(plan: EnvPlan, variant: str, steps: int, eval_freq: int, seeds: int, workers: int,
-                 bench_dir: str, renderer: str | None = None) -> list[str]:
+                 bench_dir: str, renderer: str | None = None, precision: str | None = None) -> list[str]:
     """
     :param plan: the env's settings (benchmarks.srl_rl.plans)
     :param variant: ``ground_truth`` or a features extractor
@@ -102,19 +116,21 @@ def sweepCommand(plan: EnvPlan, variant: str, steps: int, eval_freq: int, seeds:
     :param workers: runs at a time
     :param bench_dir: the benchmark's folder
     :param renderer: the raw-pixel runs' --renderer (None: the env's default)
+    :param precision: the judged extractors' --precision (None: train's default)
     :return: the pipeline command line, without the interpreter
     """
     return ["-m", "rl_baselines.pipeline", "--algo", ALGO, "--env", plan.env, "--srl-model", observationOf(variant),
             "--num-iteration", str(seeds), "--seed", "0", "--log-dir", variantDir(bench_dir, variant),
-            "--workers", str(workers), "--no-vis", *trainFlags(plan, variant, steps, eval_freq, renderer)]
+            "--workers", str(workers), "--no-vis", *trainFlags(plan, variant, steps, eval_freq, renderer, precision)]
 
 
 def sweepSpecs(plan: EnvPlan, variant: str, steps: int, eval_freq: int, seeds: int, bench_dir: str,
-               renderer: str | None = None) -> list[Any]:
+               renderer: str | None = None, precision: str | None = None) -> list[Any]:
     """:return: the run specs (rl_baselines.sweeps.sweep.RunSpec) of the sweep that :func:`sweepCommand` runs with
     the same arguments from the repository's root"""
     return expandGrid([ALGO], [plan.env], [observationOf(variant)], range(seeds),
-                      trainFlags(plan, variant, steps, eval_freq, renderer), variantDir(bench_dir, variant), ROOT)
+                      trainFlags(plan, variant, steps, eval_freq, renderer, precision), variantDir(bench_dir, variant),
+                      ROOT)
 
 
 def variantSeeds(plan: EnvPlan, variant: str, seeds: int) -> int:
@@ -139,30 +155,40 @@ def _median(values: Sequence[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def labelOf(extractor: str, precision: str | None) -> str:
+    """:return: how the report names an extractor's runs: its name, and the precision the judged ones compute in
+    when ``--precision`` was given"""
+    return extractor if precision is None or extractor == NATURE else f"{extractor}, {precision}"
+
+
 def judged(env: str, extractor: str, facts: tuple[int, float | None, float],
-           nature: tuple[int, float | None, float]) -> str:
+           nature: tuple[int, float | None, float], precision: str | None = None) -> str:
     """
     :param env: env id
     :param extractor: a features extractor other than NatureCNN
+    :param precision: the --precision it computed in (None: train's default)
     :param facts: its seeds at the threshold, median steps to it (None: no seed), mean training rate (nan: none)
     :param nature: the same of NatureCNN, which reached the threshold on at least one seed
     :return: the verdict line: "as well" is at least as many seeds at the threshold, in no more steps (median)
     """
     (count, steps, rate), (nature_count, nature_steps, nature_rate) = facts, nature
     as_well = count > nature_count or (count == nature_count and steps is not None and steps <= nature_steps)
-    return (f"{env}: {FEATURES_EXTRACTORS[extractor].__name__} "
+    name = FEATURES_EXTRACTORS[extractor].__name__ + ("" if precision is None else f" in {precision}")
+    return (f"{env}: {name} "
             f"{'learns at least as well as' if as_well else 'learns less well than'} NatureCNN (reached {count} vs "
             f"{nature_count} seeds, median {'-' if steps is None else f'{steps:,.0f}'} vs {nature_steps:,.0f} steps); "
             + ("training rate n/a (no run with a rate on both sides)." if math.isnan(rate) or math.isnan(nature_rate)
                else f"training rate {rate / nature_rate:.2f}x NatureCNN's."))
 
 
-def summarise(env: str, threshold: float, rows: dict[str, list[RunRecord]], seeds: int) -> tuple[str, str]:
+def summarise(env: str, threshold: float, rows: dict[str, list[RunRecord]], seeds: int,
+              precision: str | None = None) -> tuple[str, str]:
     """
     :param env: env id
     :param threshold: the env's threshold
     :param rows: features extractor -> its finished runs
     :param seeds: seeds asked for
+    :param precision: the judged extractors' --precision (None: train's default)
     :return: (markdown table, followed by the note naming the runs continued after a stop when there are some;
         verdict lines); the training rate is the mean over the runs that have one (n/a when none has)
     """
@@ -180,9 +206,10 @@ def summarise(env: str, threshold: float, rows: dict[str, list[RunRecord]], seed
         rate = statistics.mean(rates) if rates else math.nan
         final = meanStandardError([float(record.eval_rewards[-1]) for record in records if record.eval_rewards.size])
         facts[extractor] = (len(reached), median_steps, rate)
-        continued += [f"{extractor} seed {record.seed}" for record in records if record.continued]
+        label = labelOf(extractor, precision)
+        continued += [f"{label} seed {record.seed}" for record in records if record.continued]
         runs = f"{len(records)}/{seeds}" + (f" ({n} continued)" if (n := sum(r.continued for r in records)) else "")
-        lines.append(f"| {extractor} | {runs} | {final[0]:.2f} +/- {final[1]:.2f} | "
+        lines.append(f"| {label} | {runs} | {final[0]:.2f} +/- {final[1]:.2f} | "
                      f"{'not reached' if median_steps is None else f'{median_steps:,.0f}'} ({len(reached)}/"
                      f"{len(records)}) | {'n/a' if math.isnan(rate) else f'{rate:.0f}'} | "
                      f"{'-' if wall is None else f'{wall / 60:.1f} min'} |")
@@ -195,7 +222,7 @@ def summarise(env: str, threshold: float, rows: dict[str, list[RunRecord]], seed
             verdict.append(f"{env}: NatureCNN did not reach the threshold ({threshold:.2f}) on any seed: the budget is "
                            f"too small to judge (raise --budget).")
         else:
-            verdict += [judged(env, extractor, facts[extractor], facts[NATURE]) for extractor in others]
+            verdict += [judged(env, extractor, facts[extractor], facts[NATURE], precision) for extractor in others]
     note = continuedNote(continued, sum(len(records) for records in rows.values()))
     return "\n".join(lines) + (f"\n\n{note}" if note else ""), "\n".join(verdict)
 
@@ -214,6 +241,9 @@ def buildParser() -> CLIParser:
     parser.add_argument("--extractors", nargs="+", default=list(EXTRACTORS), choices=sorted(FEATURES_EXTRACTORS),
                         metavar="NAME", help=f"features extractors ({', '.join(sorted(FEATURES_EXTRACTORS))}), "
                         f"each judged against nature [{' '.join(EXTRACTORS)}]")
+    parser.add_argument("--precision", choices=PRECISION_CHOICES, default=None,
+                        help=f"what the judged extractors compute in ({', '.join(PRECISION_CHOICES)}); NatureCNN "
+                             "computes in float32, as SB3 does [train's default]")
     parser.add_argument("--renderer", default=None,
                         help="the raw-pixel runs' --renderer (e.g. sprites on the mobile robot), which every env of "
                              "--envs must offer [the env's default]")
@@ -272,10 +302,11 @@ def main(argv: list[str] | None = None) -> int:
             for variant, steps, eval_freq, workers in stage:
                 count = variantSeeds(plan, variant, args.seeds)
                 for folder in dropRunsOfOtherSettings(sweepSpecs(plan, variant, steps, eval_freq, count, bench_dir,
-                                                                 args.renderer)):
+                                                                 args.renderer, args.precision)):
                     print(f"dropped {os.path.relpath(folder, ROOT)}: made with other train settings than this "
                           "command's (a train default changed since)", flush=True)
-                command = sweepCommand(plan, variant, steps, eval_freq, count, workers, bench_dir, args.renderer)
+                command = sweepCommand(plan, variant, steps, eval_freq, count, workers, bench_dir, args.renderer,
+                                       args.precision)
                 print(f"{env} {variant}: python {' '.join(command)}", flush=True)
                 # the stage's sweeps share the cores: each run gets its share as torch threads, as in one sweep
                 environ = threadsEnvironment(threadsShare(sum(workers for *_, workers in stage)))
@@ -298,8 +329,8 @@ def main(argv: list[str] | None = None) -> int:
                                                          else "no finished ground-truth run yet"))
             continue
         rows = {extractor: finishedRuns(sweepSpecs(plan, extractor, args.budget, args.eval_freq, args.seeds, bench_dir,
-                                                   args.renderer)) for extractor in args.extractors}
-        table, verdict = summarise(env, threshold, rows, args.seeds)
+                                                   args.renderer, args.precision)) for extractor in args.extractors}
+        table, verdict = summarise(env, threshold, rows, args.seeds, args.precision)
         tables.append(f"**{env}** (threshold {threshold:.2f}: 90% of ground truth's mean final evaluation reward "
                       f"at {plan.steps:,} steps, over {len(ground_truth)} of its {truth_seeds} seeds)\n\n{table}")
         verdicts.append(verdict)
@@ -307,12 +338,14 @@ def main(argv: list[str] | None = None) -> int:
     print(report)
     print("\n".join(verdict for verdict in verdicts if verdict))
     if not args.no_append and tables:
+        computed_in = "at train's default precision" if args.precision is None else f"in {args.precision}"
         drawnBy = "each env's default: " + ", ".join(f"{env} {defaultRenderer(env)}" for env in args.envs)
         notes = (f"ppo2 from raw pixels (train's defaults: {defaultEnvs('ppo2')} envs, n_steps 128, "
                  f"batch 64, 10 epochs; renderer "
                  f"{args.renderer or drawnBy}), {args.seeds} "
                  f"seeds, {args.budget:,} steps per run, evaluations every {args.eval_freq:,} steps, with each features "
-                 f"extractor (--features-extractor); ground truth, on the SRL + RL benchmark's seeds, gives the "
+                 f"extractor (--features-extractor), NatureCNN in float32, the others {computed_in}; ground truth, "
+                 f"on the SRL + RL benchmark's seeds, gives the "
                  f"threshold. Runs made by rl_baselines.pipeline under {args.bench_dir} ({args.workers} at a time), "
                  f"reported when finished; "
                  f"load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, "

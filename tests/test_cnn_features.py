@@ -41,6 +41,41 @@ def test_sweep_commands_carry_the_plan_and_the_extractor() -> None:
     assert "--features-extractor" not in truth and truth[truth.index("--srl-model") + 1] == "ground_truth"
 
 
+def test_precision_is_the_judged_extractors_and_natures_runs_keep_their_ids() -> None:
+    """--precision P: the judged extractors compute in P, NatureCNN in float32 (as SB3 does), ground truth has no
+    CNN. NatureCNN's pinned float32 is train's default, so its runs keep the ids of the runs made without the flag
+    (a bench folder's NatureCNN runs are reused), where a bfloat16 extractor's runs are runs of their own."""
+    plan = PLANS[MOBILE]
+
+    def precisionIn(command: list[str]) -> str | None:
+        return command[command.index("--precision") + 1] if "--precision" in command else None
+
+    commands = {variant: sweepCommand(plan, variant, 50_000, 5_000, 3, 2, "bench", precision="bfloat16")
+                for variant in ("ground_truth", "nature", "medium")}
+    assert {variant: precisionIn(command) for variant, command in commands.items()} == {
+        "ground_truth": None, "nature": "float32", "medium": "bfloat16"}
+    assert precisionIn(sweepCommand(plan, "medium", 50_000, 5_000, 3, 2, "bench")) is None  # train's default
+
+    def runIds(variant: str, precision: str | None) -> list[str]:
+        return [spec.run_id for spec in sweepSpecs(plan, variant, 50_000, 5_000, 2, "bench", precision=precision)]
+
+    assert runIds("nature", "bfloat16") == runIds("nature", None)
+    assert runIds("medium", "float32") == runIds("medium", None) != runIds("medium", "bfloat16")
+    threshold = 198.0
+    nature, medium = [_record([0.0, 200.0])], [_record([200.0, 210.0], rate=150.0)]
+    table, verdict = summarise(MOBILE, threshold, {"nature": nature, "medium": medium}, 1, "bfloat16")
+    assert "| nature | 1/1 |" in table and "| medium, bfloat16 | 1/1 |" in table
+    assert verdict.startswith(f"{MOBILE}: MediumCNN in bfloat16 learns at least as well as NatureCNN (reached 1 vs 1")
+
+
+def test_an_unknown_precision_is_refused_before_any_sweep(tmp_path) -> None:
+    bench = tmp_path / "bench"
+    with pytest.raises(UsageError, match="--precision: invalid choice: 'float16' \\(choose from 'auto', 'float32', "
+                                         "'bfloat16'\\)"):
+        cnn_features.main(["--precision", "float16", "--bench-dir", str(bench)])
+    assert not bench.exists()
+
+
 def test_ground_truth_runs_on_the_srl_rl_benchmarks_seeds() -> None:
     """The threshold is the SRL + RL benchmark's: ground truth on as many seeds as its plan (Nav 2D's 20, where some
     seeds stay at the wall), or on --seeds where that is more; the extractors on --seeds."""
