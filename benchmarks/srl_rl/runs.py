@@ -121,8 +121,9 @@ def loadRun(folder: str) -> RunRecord:
 
 
 CONTINUED_SENTENCE = ("such a run is a valid continuation of its seed's run, not necessarily the run never interrupted "
-                      "(docs/reliability.md, Resume: one resumed from a checkpoint taken mid-episode or mid-rollout "
-                      "plays other episodes and may count more steps)")
+                      "(docs/reliability.md, Resume: one resumed from a stop's own checkpoint, mid-rollout, from one "
+                      "taken mid-episode before 2026-12-06, or on an env whose images do not repeat exactly, plays "
+                      "other steps and may count more of them)")
 
 
 def continuedNote(labels: Sequence[str], total: int) -> str:

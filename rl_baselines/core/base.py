@@ -95,6 +95,10 @@ class BaseRLObject(abc.ABC):
     # Whether ``train`` calls ``callback.cleanPoint(num_timesteps)`` (see notifyCleanPoint) between updates, where a
     # checkpoint is exactly what training goes on from; periodic checkpoints then wait for the next one.
     CHECKPOINT_AT_CLEAN_POINTS: ClassVar[bool] = False
+    # Whether a resumed run's envs play the episodes in progress at its checkpoint again to where they were
+    # (rl_baselines.envs.wrappers.EpisodeStartRNG), for an algorithm whose training goes on from its envs' state then;
+    # else each restarts from the episode's start (one that plays a generation again from its start, a plugin's).
+    REPLAYS_EPISODES_IN_PROGRESS: ClassVar[bool] = False
     # Whether getAction takes ``action_masks`` (discrete actions the env allows, see actionMaskKeywords): the callers
     # that make the agent act pass them to such a class only, and the train command refuses it an env without masks.
     USES_ACTION_MASKS: ClassVar[bool] = False

@@ -477,7 +477,8 @@ class Checkpoint:
                 raise UsageError(f"--resume: {folder} was saved with another {name.replace('_', ' ')} than this "
                                  f"env's, with {mismatch}")
         run_state = readJson(os.path.join(folder, RUN_STATE_FILE))
-        restartEpisodes(algo.env, run_state.get("episode_starts"))
+        restartEpisodes(algo.env, run_state.get("episode_starts"),
+                        replay=getattr(type(algo), "REPLAYS_EPISODES_IN_PROGRESS", False))
         freezeNextReset(algo.env)
         try:
             algo.loadTrainingState(os.path.join(folder, TRAINING_STATE_DIR), self.buffer_folder)

@@ -3,9 +3,10 @@
 - global random generators: Python's ``random``, NumPy's legacy global generator, torch's CPU generator and, once
   the process has initialised CUDA, each GPU's generator (a policy on a GPU samples its actions, TD3 its
   target noise and ``--augment`` its offsets there);
-- each env's generator as it was when its current episode started (:class:`EpisodeStartRNG`): a resumed run replays
-  the episode that was in progress from the same start, since an env's internal state (PyBullet bodies...) is not
-  saved;
+- each env's generator as it was when its current episode started and the actions played since
+  (rl_baselines.envs.wrappers.EpisodeStartRNG): a resumed run starts the episode that was in progress again from the
+  same start, and plays those actions again where its algorithm goes on from the env's state, since an env's
+  internal state (PyBullet bodies...) is not saved;
 - replay buffers: every array attribute of a buffer object (its filled rows), its counters, and Stable-Baselines3
   HER's per-transition info dicts as JSON;
 - the state of a ``cma`` strategy: its numeric attributes, set back on a strategy built with the same options;
@@ -69,13 +70,15 @@ def captureEpisodeStarts(venv: Any) -> list[dict[str, Any] | None] | None:
         return None
 
 
-def restartEpisodes(venv: Any, episode_starts: list[dict[str, Any] | None] | None) -> None:
+def restartEpisodes(venv: Any, episode_starts: list[dict[str, Any] | None] | None, replay: bool = False) -> None:
     """
     Make the next reset of every env start the episode that was in progress when ``episode_starts`` was captured,
     and drop the seeds that creating the VecEnv queued for that reset.
 
     :param venv: the VecEnv
     :param episode_starts: what :func:`captureEpisodeStarts` returned
+    :param replay: the reset also plays each episode's actions again, to where it was at the capture (an
+        algorithm that goes on from its env's state: ``BaseRLObject.REPLAYS_EPISODES_IN_PROGRESS``)
     """
     if not episode_starts or len(episode_starts) != venv.num_envs:
         return
@@ -83,7 +86,7 @@ def restartEpisodes(venv: Any, episode_starts: list[dict[str, Any] | None] | Non
     if hasattr(base, "_reset_seeds"):
         base._reset_seeds()  # the seeds of createEnvs would replace the restored generators
     for index, start in enumerate(episode_starts):
-        venv.env_method("restartEpisode", start, indices=[index])
+        venv.env_method("restartEpisode", start, replay, indices=[index])
 
 
 def freezeNextReset(venv: Any) -> None:

@@ -136,9 +136,11 @@ def makeSingleEnv(
         env = ActionRepeat(env, action_repeat)
     if worker_encoder:
         env = WorkerEncoder(env)
-    env = EpisodeStartRNG(env)  # a resumed run restarts each env's episode in progress from the same start
     filename = os.path.join(monitor_dir, str(rank)) if monitor_dir else None
-    return openMonitor(env, filename, info_keywords=("is_success",))  # an existing file (resume) is continued
+    env = openMonitor(env, filename, info_keywords=("is_success",))  # an existing file (resume) is continued
+    # outermost: a resumed run restarts each env's episode in progress from the same start, and can play it again
+    # to where it was through every wrapper (the Monitor counts the whole episode)
+    return EpisodeStartRNG(env)
 
 
 def findVecNormalize(venv: VecEnv | None) -> VecNormalize | None:

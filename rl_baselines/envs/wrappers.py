@@ -1,8 +1,9 @@
 """The wrappers every training env gets from the env factory (:mod:`rl_baselines.envs.factory`).
 
 - :class:`ActionRepeat`: repeats each action k times (``--action-repeat``), summing the rewards;
-- :class:`EpisodeStartRNG`: remembers how the current episode started, so that a resumed run restarts each env's
-  episode in progress from the same start (the training state records it);
+- :class:`EpisodeStartRNG`: remembers how the current episode started and the actions played since, so that a
+  resumed run restarts each env's episode in progress from the same start, and plays it again to where it was (the
+  training state records them); the outermost wrapper, above the Monitor;
 - :func:`openMonitor`: SB3's Monitor, continuing an existing monitor file when a run resumes (its times go on from
   :func:`monitorElapsed`);
 - :func:`ignoreInterruptInWorker`: a SubprocVecEnv worker leaves Ctrl-C and SIGTERM to the training process, which
@@ -19,9 +20,11 @@ import multiprocessing
 import os
 import signal
 import time
+import warnings
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from stable_baselines3.common.monitor import Monitor
 
 
@@ -49,39 +52,78 @@ class ActionRepeat(gym.Wrapper):
 
 class EpisodeStartRNG(gym.Wrapper):
     """
-    Remembers how the current episode started: the seed given to ``reset``, or the state of the env's generator
-    just before it. :meth:`restartEpisode` makes the next ``reset`` start that episode again, the same way.
+    Remembers how the current episode started (the seed given to ``reset``, or the state of the env's generator just
+    before it) and the actions played since. :meth:`restartEpisode` makes the next ``reset`` start that episode again
+    the same way and, when asked, play those actions again through the wrappers below (the Monitor's count of the
+    episode included), so that the env stands where the episode was: a deterministic env then goes on as if never
+    stopped.
+
+    Invariants: it is the outermost wrapper of an env (every step and reset passes through it); the actions are kept
+    as given (their values, dtype and shape), at most :data:`MAX_REPLAYED_STEPS` per episode (a longer episode, or
+    one of actions that are not arrays, is restarted from its start without them); a replayed step that ends the
+    episode (an env that does not repeat its steps) stops the replay with one warning, and the episode starts afresh.
 
     :param env: the env (its generator is ``env.unwrapped.np_random``)
     """
+
+    MAX_REPLAYED_STEPS = 100_000
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
         self._episode_start: dict[str, Any] | None = None
         self._pending: dict[str, Any] | None = None
+        self._actions: list[Any] | None = []
+        self._action_dtype: str | None = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        replay: list[Any] = []
         if seed is None and self._pending is not None:
             if self._pending.get("seed") is not None:
                 seed = int(self._pending["seed"])
             elif self._pending.get("state") is not None:
                 self.env.unwrapped.np_random.bit_generator.state = self._pending["state"]
+            replay = [np.asarray(action, dtype=self._pending["action_dtype"])
+                      for action in self._pending.get("actions") or ()]
         self._pending = None
         if seed is not None:
             self._episode_start = {"seed": int(seed)}
         else:
             self._episode_start = {"state": self.env.unwrapped.np_random.bit_generator.state}
-        return self.env.reset(seed=seed, options=options)
+        self._actions, self._action_dtype = [], None
+        observation, info = self.env.reset(seed=seed, options=options)
+        for played, action in enumerate(replay):
+            observation, _, terminated, truncated, info = self.step(action[()] if action.ndim == 0 else action)
+            if terminated or truncated:
+                warnings.warn(f"the episode in progress at the checkpoint ended after {played + 1} of its "
+                              f"{len(replay)} replayed steps (this env does not repeat its steps): it starts afresh")
+                return self.reset(options=options)
+        return observation, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        if self._actions is not None:
+            array = np.asarray(action)
+            if len(self._actions) < self.MAX_REPLAYED_STEPS and array.dtype != object:
+                self._actions.append(array.tolist())
+                self._action_dtype = str(array.dtype)
+            else:  # too long to replay, or not an array (a dict of actions): restarted from its start alone
+                self._actions = None
+        return self.env.step(action)
 
     def episodeStart(self) -> dict[str, Any] | None:
-        """:return: how the current episode started (JSON-able), None before the first reset"""
-        return self._episode_start
+        """:return: how the current episode started and the actions played since (JSON-able; ``actions`` None for
+        an episode too long to replay), None before the first reset"""
+        if self._episode_start is None:
+            return None
+        return {**self._episode_start, "actions": self._actions, "action_dtype": self._action_dtype}
 
-    def restartEpisode(self, episode_start: dict[str, Any] | None) -> None:
+    def restartEpisode(self, episode_start: dict[str, Any] | None, replay: bool = False) -> None:
         """
         :param episode_start: what :meth:`episodeStart` returned; the next reset without a seed starts that episode
+        :param replay: the next reset also plays its actions again (an episode start without them, from an earlier
+            version, is restarted from its start alone)
         """
-        self._pending = episode_start
+        self._pending = None if episode_start is None else {
+            **episode_start, "actions": episode_start.get("actions") if replay else None}
 
 
 def ignoreInterruptInWorker() -> None:

@@ -99,6 +99,7 @@ class StableBaselinesRLObject(BaseRLObject):
     POLICIES: ClassVar[dict[str, str]] = {"pixels": "CnnPolicy", "state": "MlpPolicy"}
     # Checkpoints wait for the start of a rollout (after the previous update): see sb3Callback.
     CHECKPOINT_AT_CLEAN_POINTS: ClassVar[bool] = True
+    REPLAYS_EPISODES_IN_PROGRESS: ClassVar[bool] = True  # learn goes on from the env's state (restartSB3Rollout)
     # The buffer whose batches hold the augmented views of ``--augment`` (rl_baselines.rl_algorithm.augmented_buffers),
     # None for an algorithm that does not augment its updates.
     AUGMENTED_BUFFER: ClassVar[AugmentedBuffer | None] = None
@@ -592,8 +593,9 @@ def sb3Callback(callback: Any) -> BaseCallback:
 
 def restartSB3Rollout(model: Any) -> None:
     """
-    Make an SB3 model's next ``learn`` start its rollout from a fresh reset of its env, as a resumed run must (the
-    episodes in progress at the checkpoint start again: rl_baselines.core.training_state.restartEpisodes).
+    Make an SB3 model's next ``learn`` start its rollout from a reset of its env, as a resumed run must (the episodes
+    in progress at the checkpoint start again and are played again to where they were:
+    rl_baselines.core.training_state.restartEpisodes).
 
     The only place where the toolbox writes SB3's private attributes: ``_last_obs`` (the observation the next step
     acts on), ``_last_episode_starts`` (all True: every env starts an episode) and, with a VecNormalize,

@@ -1,0 +1,150 @@
+"""A run resumed from a checkpoint taken mid-episode: each env plays the episode in progress again to where it was.
+
+- the wrapper (rl_baselines.envs.wrappers.EpisodeStartRNG): the actions since the episode's start are recorded as
+  given; restarted with them, a fresh env stands where the first one stood, and the Monitor counts the whole episode;
+  an episode too long to replay, or an env that does not repeat its steps, restarts from its start (one warning);
+- SB3-backed algorithms (on-policy ppo2, envs in the training process and in workers; off-policy sac with its replay
+  buffer): stopped after a checkpoint taken mid-episode and resumed, the run is the uninterrupted one: the same
+  monitor rows, progress.csv rows and final weights.
+"""
+from __future__ import annotations
+
+import csv
+import glob
+import json
+import os
+import zipfile
+from io import BytesIO
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from conftest import interruptThenResume, trainHere
+
+from rl_baselines.envs.wrappers import EpisodeStartRNG, openMonitor
+
+GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--seed", "3"]
+
+
+def _wrapped(env_id: str, monitor_file: str | None = None) -> gym.Env:
+    """:return: the env as the factory wraps it: the Monitor, and EpisodeStartRNG outermost"""
+    return EpisodeStartRNG(openMonitor(gym.make(env_id), monitor_file, info_keywords=()))
+
+
+def test_the_episode_in_progress_is_played_again_to_where_it_was(tmp_path) -> None:
+    first = _wrapped("Pendulum-v1", str(tmp_path / "first"))  # continuous actions (float32 arrays)
+    observation, _ = first.reset(seed=5)
+    actions = np.random.default_rng(0).uniform(-2, 2, (40, 1)).astype(np.float32)
+    for action in actions[:30]:
+        observation, *_ = first.step(action)
+    start = json.loads(json.dumps(first.episodeStart()))  # what a checkpoint's run_state.json keeps
+    assert start["seed"] == 5 and len(start["actions"]) == 30 and start["action_dtype"] == "float32"
+
+    second = _wrapped("Pendulum-v1", str(tmp_path / "second"))
+    second.reset(seed=11)  # another episode first, as a resumed run's envs are made
+    second.restartEpisode(start, replay=True)
+    replayed, _ = second.reset()
+    assert np.array_equal(replayed, observation)
+    assert second.episodeStart() == first.episodeStart()  # (a later checkpoint would record the same)
+    for action in actions[30:]:
+        assert all(np.array_equal(one, two) for one, two in zip(first.step(action), second.step(action)))
+    assert second.env.rewards == first.env.rewards  # the Monitor counts the whole episode
+
+    # without replay (an algorithm that plays its episodes again from their start): the episode's start only
+    third = _wrapped("Pendulum-v1")
+    third.restartEpisode(start, replay=False)
+    restarted, _ = third.reset()
+    assert np.array_equal(restarted, gym.make("Pendulum-v1").reset(seed=5)[0])
+    assert third.episodeStart()["actions"] == []
+
+
+def test_discrete_actions_are_played_again_as_numpy_integers() -> None:
+    first = _wrapped("CartPole-v1")
+    first.reset(seed=2)
+    for action in np.array([0, 1, 1, 0, 1], dtype=np.int64):
+        observation, *_ = first.step(action)
+    start = json.loads(json.dumps(first.episodeStart()))
+    assert start["actions"] == [0, 1, 1, 0, 1] and start["action_dtype"] == "int64"
+    second = _wrapped("CartPole-v1")
+    second.restartEpisode(start, replay=True)
+    played = []
+    original = second.env.step
+    second.env.step = lambda action: played.append(action) or original(action)
+    assert np.array_equal(second.reset()[0], observation)
+    assert all(isinstance(action, np.int64) for action in played) and len(played) == 5
+
+
+def test_an_episode_too_long_to_replay_restarts_from_its_start(monkeypatch) -> None:
+    monkeypatch.setattr(EpisodeStartRNG, "MAX_REPLAYED_STEPS", 3)
+    first = _wrapped("CartPole-v1")
+    first.reset(seed=2)
+    for _ in range(4):
+        first.step(np.int64(0))
+    assert first.episodeStart()["actions"] is None
+    second = _wrapped("CartPole-v1")
+    second.restartEpisode(first.episodeStart(), replay=True)
+    assert np.array_equal(second.reset()[0], gym.make("CartPole-v1").reset(seed=2)[0])
+
+
+def test_an_env_that_does_not_repeat_its_steps_starts_afresh_with_a_warning() -> None:
+    first = _wrapped("CartPole-v1")
+    first.reset(seed=2)
+    for _ in range(5):
+        first.step(np.int64(1))
+    start = first.episodeStart()
+    start["actions"] = [1] * 200  # more than the pole stays up: the replay ends the episode
+    second = _wrapped("CartPole-v1")
+    second.restartEpisode(start, replay=True)
+    with pytest.warns(UserWarning, match=r"ended after \d+ of its 200 replayed steps .* it starts afresh"):
+        observation, _ = second.reset()
+    assert second.episodeStart()["actions"] == [] and observation.shape == (4,)
+
+
+def _monitorRows(run_dir: str) -> dict[str, list[tuple[str, str]]]:
+    rows = {}
+    for path in sorted(glob.glob(os.path.join(run_dir, "monitor", "*.monitor.csv"))):
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()[1:]
+        rows[os.path.basename(path)] = [(row["r"], row["l"]) for row in csv.DictReader(lines)]
+    return rows
+
+
+def _progressRows(run_dir: str) -> list[dict[str, str]]:
+    with open(os.path.join(run_dir, "progress.csv"), encoding="utf-8") as handle:
+        return [{name: value for name, value in row.items() if name not in ("time/fps", "time/time_elapsed")}
+                for row in csv.DictReader(handle)]
+
+
+def _weights(run_dir: str, algo: str) -> dict[str, torch.Tensor]:
+    with zipfile.ZipFile(os.path.join(run_dir, f"{algo}_model.zip")) as archive:
+        return torch.load(BytesIO(archive.read("policy.pth")), weights_only=True)
+
+
+# ppo2: 2 envs of 250-step episodes, rollouts of 2 x 128 steps: the checkpoint due at 300 is written at the rollout
+# start at 512, 6 steps into each env's second episode. sac: one env, a clean point every 4 steps: 300, 50 steps into
+# the second episode.
+MID_EPISODE = {
+    "ppo2-in-process": (["--algo", "ppo2", "--num-cpu", "2", "--vec-env", "dummy", "--num-timesteps", "1024"], 512),
+    "ppo2-workers": (["--algo", "ppo2", "--num-cpu", "2", "--vec-env", "subproc", "--num-timesteps", "1024"], 512),
+    "sac": (["--algo", "sac", "-c", "--num-timesteps", "600", "--hyperparam", "learning_starts:100", "batch_size:32",
+             "train_freq:4"], 300),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MID_EPISODE))
+def test_a_run_resumed_mid_episode_is_the_uninterrupted_run(tmp_path, monkeypatch, case) -> None:
+    run_args, checkpoint = MID_EPISODE[case]
+    args = [*GT, *run_args, "--checkpoint-freq", "300"]
+    reference = trainHere("--log-dir", tmp_path / "reference", *args)
+    run_dir = interruptThenResume(monkeypatch, str(tmp_path / "stopped"), args, at_step=checkpoint + 100)
+    with open(os.path.join(run_dir, "checkpoints", f"{checkpoint}_steps", "run_state.json"), encoding="utf-8") as file:
+        starts = json.load(file)["episode_starts"]
+    assert all(0 < len(start["actions"]) < 250 for start in starts), starts  # taken mid-episode
+
+    assert _monitorRows(run_dir) == _monitorRows(reference)
+    assert _progressRows(run_dir) == _progressRows(reference)
+    algo = run_args[1]
+    resumed, uninterrupted = _weights(run_dir, algo), _weights(reference, algo)
+    assert resumed.keys() == uninterrupted.keys()
+    assert all(torch.equal(resumed[name], uninterrupted[name]) for name in uninterrupted)
