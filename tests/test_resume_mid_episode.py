@@ -3,9 +3,10 @@
 - the wrapper (rl_baselines.envs.wrappers.EpisodeStartRNG): the actions since the episode's start are recorded as
   given; restarted with them, a fresh env stands where the first one stood, and the Monitor counts the whole episode;
   an episode too long to replay, or an env that does not repeat its steps, restarts from its start (one warning);
-- SB3-backed algorithms (on-policy ppo2, envs in the training process and in workers; off-policy sac with its replay
-  buffer): stopped after a checkpoint taken mid-episode and resumed, the run is the uninterrupted one: the same
-  monitor rows, progress.csv rows and final weights.
+- the algorithms that go on from their envs (SB3's on-policy ppo2, envs in the training process and in workers, and
+  off-policy sac with its replay buffer; the toolbox's deepq, acer, acktr, ppo1 and random_agent): stopped after a
+  checkpoint taken mid-episode and resumed, the run is the uninterrupted one: the same monitor rows, progress.csv
+  rows and final weights (networks and optimizers).
 """
 from __future__ import annotations
 
@@ -116,19 +117,41 @@ def _progressRows(run_dir: str) -> list[dict[str, str]]:
                 for row in csv.DictReader(handle)]
 
 
-def _weights(run_dir: str, algo: str) -> dict[str, torch.Tensor]:
-    with zipfile.ZipFile(os.path.join(run_dir, f"{algo}_model.zip")) as archive:
-        return torch.load(BytesIO(archive.read("policy.pth")), weights_only=True)
+def _flat(tree: object, prefix: str = "") -> dict[str, object]:
+    """:return: every leaf of a model file's content (nested dicts and lists), by its path"""
+    if isinstance(tree, dict) or isinstance(tree, (list, tuple)):
+        items = tree.items() if isinstance(tree, dict) else enumerate(tree)
+        return {path: leaf for key, value in items for path, leaf in _flat(value, f"{prefix}/{key}").items()}
+    return {prefix: tree}
+
+
+def _weights(run_dir: str, algo: str) -> dict[str, object]:
+    """:return: the final model's tensors (SB3's policy, the torch algorithms' networks and optimizers) or values"""
+    (path,) = glob.glob(os.path.join(run_dir, f"{algo}_model.*"))
+    if path.endswith(".zip"):
+        with zipfile.ZipFile(path) as archive:
+            return torch.load(BytesIO(archive.read("policy.pth")), weights_only=True)
+    if path.endswith(".pt"):
+        return _flat(torch.load(path, weights_only=True))
+    with open(path, encoding="utf-8") as handle:
+        return _flat(json.load(handle))
 
 
 # ppo2: 2 envs of 250-step episodes, rollouts of 2 x 128 steps: the checkpoint due at 300 is written at the rollout
-# start at 512, 6 steps into each env's second episode. sac: one env, a clean point every 4 steps: 300, 50 steps into
-# the second episode.
+# start at 512, 6 steps into each env's second episode. The others: one env, a clean point at 300 (sac every 4 steps,
+# deepq and random_agent every step, acer and acktr after an update of 20 steps, ppo1 of 100), 50 steps into the
+# second episode.
 MID_EPISODE = {
     "ppo2-in-process": (["--algo", "ppo2", "--num-cpu", "2", "--vec-env", "dummy", "--num-timesteps", "1024"], 512),
     "ppo2-workers": (["--algo", "ppo2", "--num-cpu", "2", "--vec-env", "subproc", "--num-timesteps", "1024"], 512),
     "sac": (["--algo", "sac", "-c", "--num-timesteps", "600", "--hyperparam", "learning_starts:100", "batch_size:32",
              "train_freq:4"], 300),
+    "deepq": (["--algo", "deepq", "--num-timesteps", "600", "--hyperparam", "learning_starts:100"], 300),
+    "random_agent": (["--algo", "random_agent", "--num-timesteps", "600"], 300),
+    "acer": (["--algo", "acer", "--num-timesteps", "600", "--hyperparam", "replay_start:100", "replay_ratio:1"], 300),
+    "acktr": (["--algo", "acktr", "--num-timesteps", "600"], 300),
+    "ppo1": (["--algo", "ppo1", "--num-timesteps", "600", "--timesteps-per-actorbatch", "100", "--nminibatches", "4",
+              "--optim-epochs", "2"], 300),
 }
 
 
@@ -147,4 +170,5 @@ def test_a_run_resumed_mid_episode_is_the_uninterrupted_run(tmp_path, monkeypatc
     algo = run_args[1]
     resumed, uninterrupted = _weights(run_dir, algo), _weights(reference, algo)
     assert resumed.keys() == uninterrupted.keys()
-    assert all(torch.equal(resumed[name], uninterrupted[name]) for name in uninterrupted)
+    assert all(torch.equal(one, two) if isinstance(one, torch.Tensor) else one == two
+               for one, two in ((resumed[name], uninterrupted[name]) for name in uninterrupted))

@@ -104,7 +104,8 @@ class EpisodeStartRNG(gym.Wrapper):
             array = np.asarray(action)
             if len(self._actions) < self.MAX_REPLAYED_STEPS and array.dtype != object:
                 self._actions.append(array.tolist())
-                self._action_dtype = str(array.dtype)
+                if self._action_dtype is None:
+                    self._action_dtype = str(array.dtype)
             else:  # too long to replay, or not an array (a dict of actions): restarted from its start alone
                 self._actions = None
         return self.env.step(action)

@@ -220,6 +220,7 @@ class DQNModel(TorchRLObject):
     BUFFER = BufferKind("replay buffer", "buffer_size", False, 2, 8 + 4 + 4 + 8)
     MIN_IMAGE_SIDE = MIN_CNN_SIDE  # the Nature DQN CNN
     ACTION_TYPES = (ActionType.DISCRETE,)
+    REPLAYS_EPISODES_IN_PROGRESS = True  # its loop goes on from the env after restoreTrainingState
     # The searched ones in the order of the search space (the sampler draws in this order).
     HYPERPARAMS: ClassVar[dict[str, Hyperparam]] = {
         "learning_rate": Hyperparam(5e-4, "Adam learning rate", bounds=POSITIVE, search=(1e-5, 1e-2, "log")),

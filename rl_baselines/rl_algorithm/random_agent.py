@@ -35,6 +35,7 @@ class RandomAgentModel(BaseRLObject):
     """Samples every env's action uniformly from the action space (no hyperparameters)."""
 
     ALGO_TYPE = AlgoType.OTHER
+    REPLAYS_EPISODES_IN_PROGRESS = True  # its loop goes on from the env after restoreTrainingState
     TRAINING_ROWS = False  # nothing to log: tensorboard's episode means come with the refreshes
     MODEL_EXTENSION = ".json"
 

@@ -153,6 +153,7 @@ class TorchActorCritic(TorchRLObject):
 
     # learn() calls notifyCleanPoint after every update.
     CHECKPOINT_AT_CLEAN_POINTS = True
+    REPLAYS_EPISODES_IN_PROGRESS = True  # the rollouts go on from the env after restoreTrainingState
     MIN_IMAGE_SIDE = MIN_CNN_SIDE  # CnnEncoder, the Nature CNN
 
     # The weights are drawn from the torch generator; acer draws its replay generator from it too (in learn).
