@@ -115,7 +115,8 @@ class EpisodeStartRNG(gym.Wrapper):
         an episode too long to replay), None before the first reset"""
         if self._episode_start is None:
             return None
-        return {**self._episode_start, "actions": self._actions, "action_dtype": self._action_dtype}
+        actions = None if self._actions is None else list(self._actions)  # (a copy: the episode goes on)
+        return {**self._episode_start, "actions": actions, "action_dtype": self._action_dtype}
 
     def restartEpisode(self, episode_start: dict[str, Any] | None, replay: bool = False) -> None:
         """
