@@ -1,6 +1,6 @@
 """What the replay-buffer algorithms (ddpg, td3, sac, tqc, qrdqn) share: the declarations of their common
 hyperparameters (buffer, discount, update rhythm, search ranges; :func:`replayHyperparams`), action noise for the
-deterministic actors, and the action distribution of the squashed-Gaussian ones.
+deterministic actors (kept through a resume), and the action distribution of the squashed-Gaussian ones.
 
 Each algorithm module only names its SB3 class and its own hyperparameters on top of :class:`OffPolicyRLObject`.
 """
@@ -166,6 +166,21 @@ class OffPolicyRLObject(StableBaselinesRLObject):
                 noise_std if noise_std is not None else defaults["noise_std"],
                 int(np.prod(env.action_space.shape)))
         return kwargs
+
+    def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
+        """
+        SB3's, then keep the action noise the checkpoint's model holds through the reset SB3's ``learn`` gives it as
+        it starts: an Ornstein-Uhlenbeck process goes on from its state mid-episode, as in the uninterrupted run (an
+        env's noise is reset at the end of its episodes anyway).
+        """
+        super().loadTrainingState(folder, replay_buffer_folder)
+        noise = getattr(self.model, "action_noise", None)
+        if noise is not None:
+
+            def keptOnce(*args: Any, **kwargs: Any) -> None:
+                del noise.reset  # the next resets are the class's again
+
+            noise.reset = keptOnce  # an instance attribute, shadowing the method for one call
 
     def getActionProba(self, observation: np.ndarray, dones: np.ndarray | None = None) -> np.ndarray:
         """
