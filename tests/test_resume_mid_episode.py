@@ -4,10 +4,10 @@
   given; restarted with them, a fresh env stands where the first one stood, and the Monitor counts the whole episode;
   an episode too long to replay, or an env that does not repeat its steps, restarts from its start (one warning);
 - the algorithms that go on from their envs (SB3's on-policy ppo2, envs in the training process and in workers,
-  off-policy sac with its replay buffer and ddpg with its Ornstein-Uhlenbeck noise, which SB3's learn would reset;
-  the toolbox's deepq, acer, acktr, ppo1 and random_agent): stopped after a checkpoint taken mid-episode and resumed,
-  the run is the uninterrupted one: the same monitor rows, progress.csv rows and final weights (networks and
-  optimizers).
+  off-policy sac with its replay buffer and ddpg with its Ornstein-Uhlenbeck noise, which SB3's learn would reset,
+  ppo_lstm with its LSTM states; the toolbox's deepq, acer, acktr, ppo1 and random_agent): stopped after a checkpoint
+  taken mid-episode and resumed, the run is the uninterrupted one: the same monitor rows, progress.csv rows and final
+  weights (networks and optimizers).
 """
 from __future__ import annotations
 
@@ -141,13 +141,14 @@ def _weights(run_dir: str, algo: str) -> dict[str, object]:
 # ppo2: 2 envs of 250-step episodes, rollouts of 2 x 128 steps: the checkpoint due at 300 is written at the rollout
 # start at 512, 6 steps into each env's second episode. The others: one env, a clean point at 300 (sac every 4 steps,
 # ddpg, deepq and random_agent every step, acer and acktr after an update of 20 steps, ppo1 of 100), 50 steps into
-# the second episode.
+# the second episode; ppo_lstm's (rollouts of 128 steps) at 384, 134 steps into it.
 MID_EPISODE = {
     "ppo2-in-process": (["--algo", "ppo2", "--num-cpu", "2", "--vec-env", "dummy", "--num-timesteps", "1024"], 512),
     "ppo2-workers": (["--algo", "ppo2", "--num-cpu", "2", "--vec-env", "subproc", "--num-timesteps", "1024"], 512),
     "sac": (["--algo", "sac", "-c", "--num-timesteps", "600", "--hyperparam", "learning_starts:100", "batch_size:32",
              "train_freq:4"], 300),
     "ddpg": (["--algo", "ddpg", "-c", "--num-timesteps", "600", "--hyperparam", "learning_starts:100"], 300),
+    "ppo_lstm": (["--algo", "ppo_lstm", "--num-timesteps", "768"], 384),
     "deepq": (["--algo", "deepq", "--num-timesteps", "600", "--hyperparam", "learning_starts:100"], 300),
     "random_agent": (["--algo", "random_agent", "--num-timesteps", "600"], 300),
     "acer": (["--algo", "acer", "--num-timesteps", "600", "--hyperparam", "replay_start:100", "replay_ratio:1"], 300),

@@ -1,16 +1,19 @@
 """ppo_lstm: PPO with an LSTM policy (sb3-contrib RecurrentPPO), discrete and continuous actions.
 
 The LSTM state is carried from one step to the next for each env separately, and reset when that env's episode
-ends, while acting (getAction) as while training.
+ends, while acting (getAction) as while training; a checkpoint keeps the states the next rollout starts from, so a
+resumed run goes on from them.
 """
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
 import numpy as np
 import torch
 from sb3_contrib import RecurrentPPO
+from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from torch import nn
 
 from rl_baselines.core.hyperparams import Hyperparam
@@ -20,10 +23,13 @@ from rl_baselines.rl_algorithm.model_data import readModelData
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 from srl_toolbox.cli import UsageError
+from srl_toolbox.files import writeNpz
 
 ACTIVATION_CLASSES = {"tanh": nn.Tanh, "relu": nn.ReLU}
 # The hyperparameters that are keywords of the policy (its policy_kwargs), which a continued model keeps
 POLICY_SETTINGS = ("lstm_hidden_size", "activation_fn", "ortho_init")
+# A checkpoint's LSTM states (in its training state): those the next rollout starts from
+LSTM_STATE_FILE = "lstm_states.npz"
 
 
 class PPOLSTMModel(StableBaselinesRLObject):
@@ -111,6 +117,29 @@ class PPOLSTMModel(StableBaselinesRLObject):
             "activation_fn": "has a policy of activation_fn {saved}, which a continued model keeps",
             "ortho_init": "was initialised with ortho_init {saved}, which a continued model keeps"})
         return super().checkSettings(settings)
+
+    def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
+        """SB3's, and the LSTM states the next rollout starts from with the envs whose episode starts there
+        (RecurrentPPO does not save them in its model file)."""
+        super().saveTrainingState(folder, replay_buffer_folder)
+        (pi_h, pi_c), (vf_h, vf_c) = self.model._last_lstm_states
+        writeNpz(os.path.join(folder, LSTM_STATE_FILE), {
+            "pi_h": pi_h.cpu().numpy(), "pi_c": pi_c.cpu().numpy(), "vf_h": vf_h.cpu().numpy(),
+            "vf_c": vf_c.cpu().numpy(), "episode_starts": np.asarray(self.model._last_episode_starts, dtype=bool)})
+
+    def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
+        """SB3's (the envs play their episodes in progress again to the checkpoint), then the LSTM states the
+        rollout goes on from; a checkpoint without them (an earlier version's) starts them from zeros."""
+        super().loadTrainingState(folder, replay_buffer_folder)
+        path = os.path.join(folder, LSTM_STATE_FILE)
+        if not os.path.isfile(path):
+            return
+        device = self.model.device
+        with np.load(path, allow_pickle=False) as saved:
+            states = {name: torch.as_tensor(saved[name], device=device) for name in ("pi_h", "pi_c", "vf_h", "vf_c")}
+            starts = saved["episode_starts"].copy()
+        self.model._last_lstm_states = RNNStates((states["pi_h"], states["pi_c"]), (states["vf_h"], states["vf_c"]))
+        self.model._last_episode_starts = starts
 
     def _stepInputs(self, observation: np.ndarray, dones: np.ndarray | None
                     ) -> tuple[tuple[np.ndarray, np.ndarray] | None, np.ndarray]:
