@@ -5,9 +5,9 @@
   an episode too long to replay, or an env that does not repeat its steps, restarts from its start (one warning);
 - the algorithms that go on from their envs (SB3's on-policy ppo2, envs in the training process and in workers,
   off-policy sac with its replay buffer and ddpg with its Ornstein-Uhlenbeck noise, which SB3's learn would reset,
-  ppo_lstm with its LSTM states; the toolbox's deepq, acer, acktr, ppo1 and random_agent): stopped after a checkpoint
-  taken mid-episode and resumed, the run is the uninterrupted one: the same monitor rows, progress.csv rows and final
-  weights (networks and optimizers).
+  ppo_lstm with its LSTM states, her with the episodes in progress in its buffer; the toolbox's deepq, acer, acktr,
+  ppo1 and random_agent): stopped after a checkpoint taken mid-episode and resumed, the run is the uninterrupted one:
+  the same monitor rows, progress.csv rows and final weights (networks and optimizers).
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_the_episode_in_progress_is_played_again_to_where_it_was(tmp_path) -> No
     second.reset(seed=11)  # another episode first, as a resumed run's envs are made
     second.restartEpisode(start, replay=True)
     replayed, _ = second.reset()
-    assert np.array_equal(replayed, observation)
+    assert np.array_equal(replayed, observation) and second.continuedEpisode()
     assert second.episodeStart() == first.episodeStart()  # (a later checkpoint would record the same)
     for action in actions[30:]:
         assert all(np.array_equal(one, two) for one, two in zip(first.step(action), second.step(action)))
@@ -58,7 +58,7 @@ def test_the_episode_in_progress_is_played_again_to_where_it_was(tmp_path) -> No
     third.restartEpisode(start, replay=False)
     restarted, _ = third.reset()
     assert np.array_equal(restarted, gym.make("Pendulum-v1").reset(seed=5)[0])
-    assert third.episodeStart()["actions"] == []
+    assert third.episodeStart()["actions"] == [] and not third.continuedEpisode()
 
 
 def test_discrete_actions_are_played_again_as_numpy_integers() -> None:
@@ -100,7 +100,7 @@ def test_an_env_that_does_not_repeat_its_steps_starts_afresh_with_a_warning() ->
     second.restartEpisode(start, replay=True)
     with pytest.warns(UserWarning, match=r"ended after \d+ of its 200 replayed steps .* it starts afresh"):
         observation, _ = second.reset()
-    assert second.episodeStart()["actions"] == [] and observation.shape == (4,)
+    assert second.episodeStart()["actions"] == [] and observation.shape == (4,) and not second.continuedEpisode()
 
 
 def _monitorRows(run_dir: str) -> dict[str, list[tuple[str, str]]]:
@@ -140,8 +140,8 @@ def _weights(run_dir: str, algo: str) -> dict[str, object]:
 
 # ppo2: 2 envs of 250-step episodes, rollouts of 2 x 128 steps: the checkpoint due at 300 is written at the rollout
 # start at 512, 6 steps into each env's second episode. The others: one env, a clean point at 300 (sac every 4 steps,
-# ddpg, deepq and random_agent every step, acer and acktr after an update of 20 steps, ppo1 of 100), 50 steps into
-# the second episode; ppo_lstm's (rollouts of 128 steps) at 384, 134 steps into it.
+# ddpg, her, deepq and random_agent every step, acer and acktr after an update of 20 steps, ppo1 of 100), 50 steps
+# into the second episode; ppo_lstm's (rollouts of 128 steps) at 384, 134 steps into it.
 MID_EPISODE = {
     "ppo2-in-process": (["--algo", "ppo2", "--num-cpu", "2", "--vec-env", "dummy", "--num-timesteps", "1024"], 512),
     "ppo2-workers": (["--algo", "ppo2", "--num-cpu", "2", "--vec-env", "subproc", "--num-timesteps", "1024"], 512),
@@ -149,6 +149,7 @@ MID_EPISODE = {
              "train_freq:4"], 300),
     "ddpg": (["--algo", "ddpg", "-c", "--num-timesteps", "600", "--hyperparam", "learning_starts:100"], 300),
     "ppo_lstm": (["--algo", "ppo_lstm", "--num-timesteps", "768"], 384),
+    "her": (["--algo", "her", "-c", "--num-timesteps", "600", "--learning-starts", "250"], 300),
     "deepq": (["--algo", "deepq", "--num-timesteps", "600", "--hyperparam", "learning_starts:100"], 300),
     "random_agent": (["--algo", "random_agent", "--num-timesteps", "600"], 300),
     "acer": (["--algo", "acer", "--num-timesteps", "600", "--hyperparam", "replay_start:100", "replay_ratio:1"], 300),

@@ -89,6 +89,15 @@ def restartEpisodes(venv: Any, episode_starts: list[dict[str, Any] | None] | Non
         venv.env_method("restartEpisode", start, replay, indices=[index])
 
 
+def episodesContinued(venv: Any) -> bool:
+    """:return: whether every env's last reset played its episode in progress at the checkpoint again to where it
+    was (:func:`restartEpisodes` with ``replay``), so that each episode goes on; False for envs that do not say"""
+    try:
+        return all(venv.env_method("continuedEpisode"))
+    except (AttributeError, EOFError, BrokenPipeError, OSError, AssertionError):
+        return False
+
+
 def freezeNextReset(venv: Any) -> None:
     """
     Keep the normalisation statistics of ``venv`` (a VecNormalize in its chain) unchanged during its next reset

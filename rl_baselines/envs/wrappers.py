@@ -74,14 +74,17 @@ class EpisodeStartRNG(gym.Wrapper):
         self._pending: dict[str, Any] | None = None
         self._actions: list[Any] | None = []
         self._action_dtype: str | None = None
+        self._continued = False
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         replay: list[Any] = []
+        continued = False
         if seed is None and self._pending is not None:
             if self._pending.get("seed") is not None:
                 seed = int(self._pending["seed"])
             elif self._pending.get("state") is not None:
                 self.env.unwrapped.np_random.bit_generator.state = self._pending["state"]
+            continued = self._pending.get("actions") is not None
             replay = [np.asarray(action, dtype=self._pending["action_dtype"])
                       for action in self._pending.get("actions") or ()]
         self._pending = None
@@ -89,7 +92,7 @@ class EpisodeStartRNG(gym.Wrapper):
             self._episode_start = {"seed": int(seed)}
         else:
             self._episode_start = {"state": self.env.unwrapped.np_random.bit_generator.state}
-        self._actions, self._action_dtype = [], None
+        self._actions, self._action_dtype, self._continued = [], None, False
         observation, info = self.env.reset(seed=seed, options=options)
         for played, action in enumerate(replay):
             observation, _, terminated, truncated, info = self.step(action[()] if action.ndim == 0 else action)
@@ -97,6 +100,7 @@ class EpisodeStartRNG(gym.Wrapper):
                 warnings.warn(f"the episode in progress at the checkpoint ended after {played + 1} of its "
                               f"{len(replay)} replayed steps (this env does not repeat its steps): it starts afresh")
                 return self.reset(options=options)
+        self._continued = continued
         return observation, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
@@ -117,6 +121,11 @@ class EpisodeStartRNG(gym.Wrapper):
             return None
         actions = None if self._actions is None else list(self._actions)  # (a copy: the episode goes on)
         return {**self._episode_start, "actions": actions, "action_dtype": self._action_dtype}
+
+    def continuedEpisode(self) -> bool:
+        """:return: whether the last reset played the episode in progress at a checkpoint again to where it was (the
+        episode goes on), rather than starting one"""
+        return self._continued
 
     def restartEpisode(self, episode_start: dict[str, Any] | None, replay: bool = False) -> None:
         """

@@ -44,6 +44,7 @@ from rl_baselines.core.hyperparams import givenFlags, normalisationRefusal, plai
 from rl_baselines.core.hyperparams import parserHyperParam as parseHyperparams
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.core.training_state import (
+    episodesContinued,
     generatorState,
     loadBuffer,
     pendingLogValues,
@@ -381,12 +382,13 @@ class StableBaselinesRLObject(BaseRLObject):
         buffer = getattr(self.model, "replay_buffer", None)
         if replay_buffer_folder is not None and buffer is not None:
             loadBuffer(buffer, replay_buffer_folder, buffer.buffer_size)
-            if isinstance(buffer, HerReplayBuffer):
-                with warnings.catch_warnings():  # the episodes in progress end here: they restart after the reset
-                    warnings.simplefilter("ignore")
-                    buffer.truncate_last_trajectory()
         # SB3's learn goes on from this reset (restoreTrainingState froze the normalisation statistics for it).
         restartSB3Rollout(self.model)
+        if isinstance(buffer, HerReplayBuffer) and replay_buffer_folder is not None and \
+                not episodesContinued(self.model.env):
+            with warnings.catch_warnings():  # the episodes in progress end here: they started again at the reset
+                warnings.simplefilter("ignore")
+                buffer.truncate_last_trajectory()
 
     # --- acting ----------------------------------------------------------------------------------------------
 
