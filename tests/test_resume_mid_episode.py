@@ -3,11 +3,12 @@
 - the wrapper (rl_baselines.envs.wrappers.EpisodeStartRNG): the actions since the episode's start are recorded as
   given; restarted with them, a fresh env stands where the first one stood, and the Monitor counts the whole episode;
   an episode too long to replay, or an env that does not repeat its steps, restarts from its start (one warning);
-- the algorithms that go on from their envs (SB3's on-policy ppo2, envs in the training process and in workers,
-  off-policy sac with its replay buffer and ddpg with its Ornstein-Uhlenbeck noise, which SB3's learn would reset,
-  ppo_lstm with its LSTM states, her with the episodes in progress in its buffer; the toolbox's deepq, acer, acktr,
-  ppo1 and random_agent): stopped after a checkpoint taken mid-episode and resumed, the run is the uninterrupted one:
-  the same monitor rows, progress.csv rows and final weights (networks and optimizers).
+- the algorithms that go on from their envs (SB3's on-policy ppo2, envs in the training process and in workers, and
+  its stacked frames with --num-stack, off-policy sac with its replay buffer and ddpg with its Ornstein-Uhlenbeck
+  noise, which SB3's learn would reset, ppo_lstm with its LSTM states, her with the episodes in progress in its
+  buffer; the toolbox's deepq, acer, acktr, ppo1 and random_agent): stopped after a checkpoint taken mid-episode and
+  resumed, the run is the uninterrupted one: the same monitor rows, progress.csv rows and final weights (networks and
+  optimizers).
 """
 from __future__ import annotations
 
@@ -145,6 +146,7 @@ def _weights(run_dir: str, algo: str) -> dict[str, object]:
 MID_EPISODE = {
     "ppo2-in-process": (["--algo", "ppo2", "--num-cpu", "2", "--vec-env", "dummy", "--num-timesteps", "1024"], 512),
     "ppo2-workers": (["--algo", "ppo2", "--num-cpu", "2", "--vec-env", "subproc", "--num-timesteps", "1024"], 512),
+    "ppo2-stacked": (["--algo", "ppo2", "--num-cpu", "2", "--num-stack", "3", "--num-timesteps", "1024"], 512),
     "sac": (["--algo", "sac", "-c", "--num-timesteps", "600", "--hyperparam", "learning_starts:100", "batch_size:32",
              "train_freq:4"], 300),
     "ddpg": (["--algo", "ddpg", "-c", "--num-timesteps", "600", "--hyperparam", "learning_starts:100"], 300),

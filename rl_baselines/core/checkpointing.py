@@ -61,12 +61,15 @@ from rl_baselines.core.manifests import sha256File as sha256File
 from rl_baselines.core.manifests import writeManifest as writeManifest
 from rl_baselines.core.run_folder import MONITOR_SUFFIX, RunFolder
 from rl_baselines.core.training_state import (
+    FRAME_STACK_FILE,
     RNG_FILE,
     captureEpisodeStarts,
+    captureFrameStack,
     countLines,
     freezeNextReset,
     keepFirstLines,
     restartEpisodes,
+    restoreNextStack,
 )
 from srl_models.config import RUN_RECORD_FILE
 from srl_toolbox.cli import UsageError
@@ -222,7 +225,7 @@ def _reason(error: BaseException) -> str:
 
 def writeCheckpoint(run_dir: str, algo: Any, algo_name: str, run_info: dict[str, Any], num_timesteps: int,
                     run_state: dict[str, Any], rng_arrays: dict[str, np.ndarray] | None, training_state: bool,
-                    save_buffer: bool, **extra: Any) -> str:
+                    save_buffer: bool, frame_stack: np.ndarray | None = None, **extra: Any) -> str:
     """
     Write ``checkpoints/<num_timesteps>_steps/`` as a whole: into a temporary folder, renamed when complete.
 
@@ -235,6 +238,7 @@ def writeCheckpoint(run_dir: str, algo: Any, algo_name: str, run_info: dict[str,
     :param rng_arrays: global generator states (training_state.captureGlobalRNG), None to leave them out
     :param training_state: also write the algorithm's training state (it supports resuming)
     :param save_buffer: write the replay buffer too (else the manifest names the newest older one, if any)
+    :param frame_stack: the envs' stacked frames (training_state.captureFrameStack), None for none
     :param extra: more manifest entries (finished, stopped_by, ...)
     :return: the checkpoint folder
     :raises CheckpointError: the save failed (disk full, ...); the temporary folder is removed, older checkpoints
@@ -261,6 +265,8 @@ def writeCheckpoint(run_dir: str, algo: Any, algo_name: str, run_info: dict[str,
                 buffer_ref = _newestBuffer(previous)
         if rng_arrays is not None:
             writeNpz(os.path.join(tmp, RNG_FILE), rng_arrays)
+        if frame_stack is not None:
+            writeNpz(os.path.join(tmp, FRAME_STACK_FILE), {"frames": frame_stack})
         writeJson(os.path.join(tmp, RUN_STATE_FILE), run_state)
         buffer_files = filesUnder(os.path.join(tmp, REPLAY_BUFFER_DIR)) if buffer_ref == REPLAY_BUFFER_DIR else []
         writeManifest(tmp, algo, algo_name, run_info, num_timesteps, filesUnder(tmp, skip=REPLAY_BUFFER_DIR),
@@ -389,10 +395,11 @@ class Checkpoint:
         """
         rng = captureGlobalRNG()
         episode_starts = captureEpisodeStarts(getattr(algo, "env", None)) if training_state else None
+        frame_stack = captureFrameStack(getattr(algo, "env", None)) if training_state else None
         run_state = runStateRecord(run_dir, num_timesteps, target_timesteps, episode_starts,
                                    callback_state() if callable(callback_state) else callback_state)
         return cls(writeCheckpoint(run_dir, algo, algo_name, run_info, num_timesteps, run_state, rng, training_state,
-                                   save_buffer, **extra))
+                                   save_buffer, frame_stack, **extra))
 
     def manifest(self) -> dict[str, Any]:
         """
@@ -477,8 +484,12 @@ class Checkpoint:
                 raise UsageError(f"--resume: {folder} was saved with another {name.replace('_', ' ')} than this "
                                  f"env's, with {mismatch}")
         run_state = readJson(os.path.join(folder, RUN_STATE_FILE))
-        restartEpisodes(algo.env, run_state.get("episode_starts"),
-                        replay=getattr(type(algo), "REPLAYS_EPISODES_IN_PROGRESS", False))
+        replay = getattr(type(algo), "REPLAYS_EPISODES_IN_PROGRESS", False)
+        restartEpisodes(algo.env, run_state.get("episode_starts"), replay=replay)
+        stack_path = os.path.join(folder, FRAME_STACK_FILE)
+        if replay and os.path.isfile(stack_path):
+            with np.load(stack_path, allow_pickle=False) as data:
+                restoreNextStack(algo.env, data["frames"])
         freezeNextReset(algo.env)
         try:
             algo.loadTrainingState(os.path.join(folder, TRAINING_STATE_DIR), self.buffer_folder)

@@ -3,6 +3,8 @@
 - global random generators: Python's ``random``, NumPy's legacy global generator, torch's CPU generator and, once
   the process has initialised CUDA, each GPU's generator (a policy on a GPU samples its actions, TD3 its
   target noise and ``--augment`` its offsets there);
+- the frames a ``--num-stack`` run holds for each env (:func:`captureFrameStack`), given back to the envs that go on
+  with their episodes;
 - each env's generator as it was when its current episode started and the actions played since
   (rl_baselines.envs.wrappers.EpisodeStartRNG): a resumed run starts the episode that was in progress again from the
   same start, and plays those actions again where its algorithm goes on from the env's state, since an env's
@@ -21,6 +23,7 @@ from typing import Any
 
 import numpy as np
 from stable_baselines3.common import logger as sb3_logger
+from stable_baselines3.common.vec_env import VecFrameStack
 
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.envs.factory import findVecNormalize
@@ -29,6 +32,8 @@ from srl_toolbox.global_state import captureGlobalRNG as captureGlobalRNG  # re-
 from srl_toolbox.global_state import restoreGlobalRNG as restoreGlobalRNG  # generators, stored with its state
 
 RNG_FILE = "rng_state.npz"
+# A checkpoint's stacked observations (--num-stack), those the next step acts on
+FRAME_STACK_FILE = "frame_stack.npz"
 BUFFER_ARRAYS_FILE = "buffer.npz"
 BUFFER_VALUES_FILE = "buffer.json"
 # Scalars of a buffer object kept with its arrays (counters and positions; configuration is rebuilt by the run).
@@ -96,6 +101,51 @@ def episodesContinued(venv: Any) -> bool:
         return all(venv.env_method("continuedEpisode"))
     except (AttributeError, EOFError, BrokenPipeError, OSError, AssertionError):
         return False
+
+
+def _frameStack(venv: Any) -> VecFrameStack | None:
+    """:return: the VecFrameStack in the wrapper chain of ``venv``, if any"""
+    while venv is not None and not isinstance(venv, VecFrameStack):
+        venv = getattr(venv, "venv", None)
+    return venv
+
+
+def captureFrameStack(venv: Any) -> np.ndarray | None:
+    """:return: the frames a VecFrameStack in the chain of ``venv`` holds for each env (``--num-stack``: what the
+    next step acts on), None without one or for a dict of observations"""
+    stacked = getattr(getattr(_frameStack(venv), "stacked_obs", None), "stacked_obs", None)
+    return stacked.copy() if isinstance(stacked, np.ndarray) else None
+
+
+def restoreNextStack(venv: Any, stacked: np.ndarray) -> None:
+    """
+    Give each env whose next reset goes on with its episode (:func:`episodesContinued`, per env) the stacked frames
+    of the checkpoint, once, after that reset (which restarts a stack from the replayed frame alone).
+
+    :param venv: the training VecEnv
+    :param stacked: what :func:`captureFrameStack` returned
+    """
+    stack = _frameStack(venv)
+    if stack is None or getattr(getattr(stack, "stacked_obs", None), "stacked_obs", None) is None:
+        return
+    class_reset = type(stack).reset
+
+    def resetOnce() -> Any:
+        del stack.reset  # the next resets are the class's again
+        observation = class_reset(stack)
+        frames = stack.stacked_obs.stacked_obs
+        try:
+            continued = list(stack.venv.env_method("continuedEpisode"))
+        except (AttributeError, EOFError, BrokenPipeError, OSError, AssertionError):
+            return observation
+        if stacked.shape != frames.shape:
+            return observation
+        for index, went_on in enumerate(continued):
+            if went_on:
+                frames[index] = stacked[index]
+        return frames
+
+    stack.reset = resetOnce  # an instance attribute, shadowing the method for one call
 
 
 def freezeNextReset(venv: Any) -> None:
