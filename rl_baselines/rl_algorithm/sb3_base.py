@@ -599,8 +599,9 @@ def restartSB3Rollout(model: Any) -> None:
     in progress at the checkpoint start again and are played again to where they were:
     rl_baselines.core.training_state.restartEpisodes).
 
-    The only place where the toolbox writes SB3's private attributes: ``_last_obs`` (the observation the next step
-    acts on), ``_last_episode_starts`` (all True: every env starts an episode) and, with a VecNormalize,
+    With ppo_lstm's LSTM states (PPOLSTMModel.loadTrainingState), the only place where the toolbox writes SB3's
+    private attributes: ``_last_obs`` (the observation the next step acts on), ``_last_episode_starts`` (all True,
+    as SB3 sets them: the policy's input of a recurrent one, which ppo_lstm sets back) and, with a VecNormalize,
     ``_last_original_obs`` (the unnormalised observation off-policy algorithms store in their replay buffer): the
     values SB3's own ``_setup_learn`` sets when it resets, set here so that the reset happens while the checkpoint
     is restored (before the global random generators are, and while the normalisation statistics are frozen for it)
