@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -94,13 +95,32 @@ def restartEpisodes(venv: Any, episode_starts: list[dict[str, Any] | None] | Non
         venv.env_method("restartEpisode", start, replay, indices=[index])
 
 
-def episodesContinued(venv: Any) -> bool:
-    """:return: whether every env's last reset played its episode in progress at the checkpoint again to where it
-    was (:func:`restartEpisodes` with ``replay``), so that each episode goes on; False for envs that do not say"""
+def continuedEpisodes(venv: Any) -> list[bool]:
+    """:return: per env, whether its last reset played its episode in progress at the checkpoint again to where it
+    was (:func:`restartEpisodes` with ``replay``), so that the episode goes on; False for envs that do not say"""
     try:
-        return all(venv.env_method("continuedEpisode"))
+        return [bool(went_on) for went_on in venv.env_method("continuedEpisode")]
     except (AttributeError, EOFError, BrokenPipeError, OSError, AssertionError):
-        return False
+        return [False] * venv.num_envs
+
+
+def episodesContinued(venv: Any) -> bool:
+    """:return: whether every env's episode goes on (:func:`continuedEpisodes`)"""
+    return all(continuedEpisodes(venv))
+
+
+def shadowOnce(obj: Any, name: str, instead: Callable[..., Any]) -> None:
+    """
+    Make the next call of ``obj.name`` (a method) call ``instead(method, *args, **kwargs)`` with the class's method
+    bound to ``obj``; the calls after it are the method's again (an instance attribute that removes itself).
+    """
+    method = getattr(type(obj), name).__get__(obj)
+
+    def once(*args: Any, **kwargs: Any) -> Any:
+        delattr(obj, name)
+        return instead(method, *args, **kwargs)
+
+    setattr(obj, name, once)
 
 
 def _frameStack(venv: Any) -> VecFrameStack | None:
@@ -128,24 +148,18 @@ def restoreNextStack(venv: Any, stacked: np.ndarray) -> None:
     stack = _frameStack(venv)
     if stack is None or getattr(getattr(stack, "stacked_obs", None), "stacked_obs", None) is None:
         return
-    class_reset = type(stack).reset
 
-    def resetOnce() -> Any:
-        del stack.reset  # the next resets are the class's again
-        observation = class_reset(stack)
+    def withFrames(reset: Callable[[], Any]) -> Any:
+        observation = reset()
         frames = stack.stacked_obs.stacked_obs
-        try:
-            continued = list(stack.venv.env_method("continuedEpisode"))
-        except (AttributeError, EOFError, BrokenPipeError, OSError, AssertionError):
-            return observation
         if stacked.shape != frames.shape:
             return observation
-        for index, went_on in enumerate(continued):
+        for index, went_on in enumerate(continuedEpisodes(stack.venv)):
             if went_on:
                 frames[index] = stacked[index]
         return frames
 
-    stack.reset = resetOnce  # an instance attribute, shadowing the method for one call
+    shadowOnce(stack, "reset", withFrames)
 
 
 def freezeNextReset(venv: Any) -> None:
@@ -159,17 +173,15 @@ def freezeNextReset(venv: Any) -> None:
     vec_normalize = findVecNormalize(venv)
     if vec_normalize is None or not vec_normalize.training:
         return
-    class_reset = type(vec_normalize).reset
 
-    def resetOnce() -> Any:
-        del vec_normalize.reset  # the next resets are the class's again
+    def frozen(reset: Callable[[], Any]) -> Any:
         vec_normalize.training = False
         try:
-            return class_reset(vec_normalize)
+            return reset()
         finally:
             vec_normalize.training = True
 
-    vec_normalize.reset = resetOnce  # an instance attribute, shadowing the method for one call
+    shadowOnce(vec_normalize, "reset", frozen)
 
 
 def _jsonDefault(value: Any) -> Any:

@@ -16,6 +16,7 @@ from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckA
 from rl_baselines.core.buffer_memory import REPLAY
 from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
 from rl_baselines.core.run_settings import RunSettings
+from rl_baselines.core.training_state import shadowOnce
 from rl_baselines.rl_algorithm.augmented_buffers import AugmentedReplayBuffer
 from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 
@@ -176,11 +177,7 @@ class OffPolicyRLObject(StableBaselinesRLObject):
         super().loadTrainingState(folder, replay_buffer_folder)
         noise = getattr(self.model, "action_noise", None)
         if noise is not None:
-
-            def keptOnce(*args: Any, **kwargs: Any) -> None:
-                del noise.reset  # the next resets are the class's again
-
-            noise.reset = keptOnce  # an instance attribute, shadowing the method for one call
+            shadowOnce(noise, "reset", lambda reset, *args, **kwargs: None)
 
     def getActionProba(self, observation: np.ndarray, dones: np.ndarray | None = None) -> np.ndarray:
         """
