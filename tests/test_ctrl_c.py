@@ -239,7 +239,9 @@ def test_a_second_ctrl_c_during_the_final_save_does_not_cut_it_short(tmp_path, m
     (run_dir,) = glob.glob(str(tmp_path / "*" / "*" / "*" / "*"))
     stopped_at, checkpoint = listCheckpoints(run_dir)[-1]
     assert code == 130 and readManifest(checkpoint)["stopped_by"] == "SIGINT"
-    assert readManifest(run_dir)["num_timesteps"] == stopped_at and f"\nStopped: {stopped_at} steps, " in out
+    # the checkpoint at the end of the update in progress (a clean point), the run stopped one step of its envs later
+    saved_at = readManifest(run_dir)["num_timesteps"]
+    assert 700 <= stopped_at < saved_at and f"\nStopped: {saved_at} steps, " in out
     assert runStatus(run_dir) == "resume"
 
 

@@ -71,7 +71,7 @@ from rl_baselines.core.training_state import (
     saveBuffer,
 )
 from rl_baselines.envs.wrappers import openMonitor
-from rl_baselines.runs import train
+from rl_baselines.runs import checkpoint_callbacks, train
 from rl_baselines.runs.callbacks import TrainingCallback, TrainingCallbacks
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.resume import lockRun, planResume
@@ -322,6 +322,7 @@ def test_cma_es_stopped_mid_generation_resumes(tmp_path, monkeypatch):
         return original(self)
 
     monkeypatch.setattr(TrainingCallbacks, "on_step", stopped)
+    monkeypatch.setattr(checkpoint_callbacks, "STOP_WAIT_S", 0.0)  # (else it waits for the generation's end)
     log_dir = str(tmp_path / "stopped")
     assert train.main(["--no-vis", "--no-progress", "--log-dir", log_dir, *args]) == 130
     monkeypatch.setattr(TrainingCallbacks, "on_step", original)

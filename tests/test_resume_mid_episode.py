@@ -16,6 +16,7 @@ import csv
 import glob
 import json
 import os
+import signal
 import zipfile
 from io import BytesIO
 
@@ -25,7 +26,10 @@ import pytest
 import torch
 from conftest import interruptThenResume, trainHere
 
+from rl_baselines.core.checkpointing import listCheckpoints, readManifest
 from rl_baselines.envs.wrappers import EpisodeStartRNG, openMonitor
+from rl_baselines.runs import checkpoint_callbacks, train
+from rl_baselines.runs.callbacks import TrainingCallbacks
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--seed", "3"]
 
@@ -139,6 +143,14 @@ def _weights(run_dir: str, algo: str) -> dict[str, object]:
         return _flat(json.load(handle))
 
 
+def _sameWeights(run_dir: str, reference: str, algo: str) -> bool:
+    """:return: whether two runs' final models hold the same tensors (bit for bit) and values"""
+    resumed, uninterrupted = _weights(run_dir, algo), _weights(reference, algo)
+    return resumed.keys() == uninterrupted.keys() and all(
+        torch.equal(one, two) if isinstance(one, torch.Tensor) else one == two
+        for one, two in ((resumed[name], uninterrupted[name]) for name in uninterrupted))
+
+
 # ppo2: 2 envs of 250-step episodes, rollouts of 2 x 128 steps: the checkpoint due at 300 is written at the rollout
 # start at 512, 6 steps into each env's second episode. The others: one env, a clean point at 300 (sac every 4 steps,
 # ddpg, her, deepq and random_agent every step, acer and acktr after an update of 20 steps, ppo1 of 100), 50 steps
@@ -173,8 +185,55 @@ def test_a_run_resumed_mid_episode_is_the_uninterrupted_run(tmp_path, monkeypatc
 
     assert _monitorRows(run_dir) == _monitorRows(reference)
     assert _progressRows(run_dir) == _progressRows(reference)
-    algo = run_args[1]
-    resumed, uninterrupted = _weights(run_dir, algo), _weights(reference, algo)
-    assert resumed.keys() == uninterrupted.keys()
-    assert all(torch.equal(one, two) if isinstance(one, torch.Tensor) else one == two
-               for one, two in ((resumed[name], uninterrupted[name]) for name in uninterrupted))
+    assert _sameWeights(run_dir, reference, run_args[1])
+
+
+def _stoppedRun(monkeypatch, log_dir: str, run_args: list[str], at_step: int) -> str:
+    """:return: the run folder of the train command run here and sent a SIGINT (a Ctrl-C) at ``at_step``, whose own
+    checkpoint ends it (exit 130)"""
+    original = TrainingCallbacks.on_step
+
+    def stopped(self) -> bool:
+        if self.model.num_timesteps == at_step:
+            self.requestStop(signal.SIGINT)
+        return original(self)
+
+    monkeypatch.setattr(TrainingCallbacks, "on_step", stopped)
+    assert train.main(["--no-vis", "--no-progress", "--log-dir", log_dir, *run_args]) == 130
+    monkeypatch.setattr(TrainingCallbacks, "on_step", original)
+    (run_dir,) = glob.glob(os.path.join(log_dir, "*", "*", "*", "*"))
+    return run_dir
+
+
+# A Ctrl-C mid-rollout, and the clean point its checkpoint waits for: ppo2 (2 envs, rollouts of 2 x 128 steps) at
+# 600, the next rollout's start at 768; sac (train_freq 4) at 301, 304; acktr (updates of 20 steps) at 310, 320.
+STOPPED = {
+    "ppo2": (["--algo", "ppo2", "--num-cpu", "2", "--vec-env", "dummy", "--num-timesteps", "1024"], 600, 768),
+    "sac": (["--algo", "sac", "-c", "--num-timesteps", "500", "--hyperparam", "learning_starts:100", "batch_size:32",
+             "train_freq:4"], 301, 304),
+    "acktr": (["--algo", "acktr", "--num-timesteps", "500"], 310, 320),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STOPPED))
+def test_a_stop_checkpoints_at_the_end_of_the_update_in_progress_and_resumes_as_the_uninterrupted_run(
+        tmp_path, monkeypatch, case) -> None:
+    """A Ctrl-C (or SIGTERM) mid-rollout: the run goes on to the end of the update in progress and writes its stop
+    checkpoint there, a clean point, so that the resumed run is the uninterrupted one (the same monitor rows,
+    progress.csv rows and final weights); it was written at the signal's step, mid-rollout, and resumed as another
+    run. With no clean point within STOP_WAIT_S seconds, the checkpoint is written at once, as before."""
+    run_args, stop_at, clean_point = STOPPED[case]
+    args = [*GT, *run_args, "--checkpoint-freq", "5000"]
+    reference = trainHere("--log-dir", tmp_path / "reference", *args)
+    run_dir = _stoppedRun(monkeypatch, str(tmp_path / "stopped"), args, stop_at)
+    (steps, checkpoint), = listCheckpoints(run_dir)
+    assert steps == clean_point and readManifest(checkpoint)["stopped_by"] == "SIGINT"
+    assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
+    assert _monitorRows(run_dir) == _monitorRows(reference)
+    assert _progressRows(run_dir) == _progressRows(reference)
+    assert _sameWeights(run_dir, reference, run_args[1])
+
+    monkeypatch.setattr(checkpoint_callbacks, "STOP_WAIT_S", 0.0)  # the clean point comes too late
+    run_dir = _stoppedRun(monkeypatch, str(tmp_path / "at once"), args, stop_at)
+    (steps, checkpoint), = listCheckpoints(run_dir)
+    assert steps == stop_at and readManifest(checkpoint)["stopped_by"] == "SIGINT"

@@ -201,7 +201,7 @@ KILLED_AFTER_CHECKPOINT = """
 import os, signal, sys
 sys.path.insert(0, {repo!r})
 from rl_baselines.runs import train
-from rl_baselines.runs.training_callbacks import CheckpointCallback
+from rl_baselines.runs.checkpoint_callbacks import CheckpointCallback
 
 save = CheckpointCallback.save
 

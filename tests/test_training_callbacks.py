@@ -19,18 +19,17 @@ from rl_baselines.core.checkpointing import Checkpoint, listCheckpoints, runDesc
 from rl_baselines.rl_algorithm.sb3_base import sb3Callback
 from rl_baselines.runs import training_callbacks
 from rl_baselines.runs.callbacks import TrainingCallbacks, standardCallbacks
+from rl_baselines.runs.checkpoint_callbacks import CheckpointCallback, StopSignalCallback
 from rl_baselines.runs.progress_bar import ProgressCallback
 from rl_baselines.runs.training_callbacks import (
     N_EPISODES_EVAL,
     BestModelCallback,
-    CheckpointCallback,
     EpisodeFeed,
     EvaluationCallback,
     LivePlotCallback,
     ModelSaver,
     RefreshCallback,
     ScalarLogCallback,
-    StopSignalCallback,
     TrainingService,
 )
 

@@ -13,7 +13,7 @@ from test_srl_models import tinyDataset  # noqa: F401  (the session fixture: one
 
 from rl_baselines.core.checkpointing import listCheckpoints
 from rl_baselines.runs import train
-from rl_baselines.runs.training_callbacks import CheckpointCallback
+from rl_baselines.runs.checkpoint_callbacks import CheckpointCallback
 from srl_models import train as srl_train
 from srl_toolbox import files
 from srl_toolbox.cli import runCommand

@@ -121,9 +121,10 @@ def loadRun(folder: str) -> RunRecord:
 
 
 CONTINUED_SENTENCE = ("such a run is a valid continuation of its seed's run, not necessarily the run never interrupted "
-                      "(docs/reliability.md, Resume: one resumed from a stop's own checkpoint, mid-rollout, from one "
-                      "taken mid-episode before 2026-12-06, or on an env whose images do not repeat exactly, plays "
-                      "other steps and may count more of them)")
+                      "(docs/reliability.md, Resume: one resumed from a stop's own checkpoint written mid-rollout "
+                      "(before 2026-12-07, or where the update in progress did not end within 10 s of the stop), "
+                      "from one taken mid-episode before 2026-12-06, or on an env whose images do not repeat exactly, "
+                      "plays other steps and may count more of them)")
 
 
 def continuedNote(labels: Sequence[str], total: int) -> str:

@@ -28,6 +28,7 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
 from rl_baselines.core.base import BaseRLObject
 from rl_baselines.core.run_folder import RunFolder
+from rl_baselines.runs.checkpoint_callbacks import CheckpointCallback, StopSignalCallback
 from rl_baselines.runs.monitor_files import MonitorTail
 from rl_baselines.runs.progress_bar import ProgressCallback
 from rl_baselines.runs.run_logging import RunLogger
@@ -35,14 +36,12 @@ from rl_baselines.runs.training_callbacks import (
     N_EPISODES_EVAL,
     PLOT_PERIOD_S,
     BestModelCallback,
-    CheckpointCallback,
     EpisodeFeed,
     EvaluationCallback,
     LivePlotCallback,
     ModelSaver,
     RefreshCallback,
     ScalarLogCallback,
-    StopSignalCallback,
     TrainingService,
     stepsOf,
     walk,

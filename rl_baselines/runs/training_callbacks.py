@@ -12,10 +12,11 @@ between updates). The train command's list, in the order of every step::
         LivePlotCallback       the live reward curve (visdom), at most once per PLOT_PERIOD_S
         BestModelCallback      best/: the best mean training reward, every SAVE_INTERVAL env steps
     EvaluationCallback     deterministic evaluation episodes every --eval-freq steps (best/ then follows them)
-    StopSignalCallback     after SIGINT/SIGTERM: refresh, checkpoint, stop
+    StopSignalCallback     after SIGINT/SIGTERM: a checkpoint (at the next clean point when one comes within
+                           STOP_WAIT_S), then stop                      (rl_baselines.runs.checkpoint_callbacks)
     CheckpointCallback     checkpoints every --checkpoint-freq steps on a fixed schedule (each at the first clean
                            point at or after its due step when the algorithm has them), each after the episodes up
-                           to its step and the pending row are logged and the scalar log is flushed to disk
+                           to its step and the pending row are logged and the scalar log is flushed to disk (ditto)
 
 Invariants: a callback does its work only when its interval has passed, so the per-step cost is a few comparisons
 (and the progress bar's count, redrawn at most once a second: about a microsecond); a callback never draws from a
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -41,7 +41,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from tqdm import tqdm
 
 from rl_baselines.core.base import BaseRLObject, lastStep
-from rl_baselines.core.checkpointing import Checkpoint, CheckpointError, bestFromState, bestToState, saveModel
+from rl_baselines.core.checkpointing import bestFromState, bestToState, saveModel
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.monitor_files import MonitorTail
 from rl_baselines.runs.run_logging import RunLogger
@@ -541,137 +541,6 @@ class EvaluationCallback(TrainingService):
 
     def finish(self) -> None:
         self.evaluator.close()
-
-
-class CheckpointCallback(TrainingService):
-    """
-    Checkpoints (rl_baselines.core.checkpointing) on a fixed schedule: the k-th falls due at ``start_timesteps`` +
-    k x ``checkpoint_freq`` env steps, and is written at the first step at or after it, or, for an algorithm whose
-    ``CHECKPOINT_AT_CLEAN_POINTS`` is set, at its first clean point at or after it (SB3's rollout start, or
-    ``notifyCleanPoint``: between two updates, where the saved state is exactly what training goes on from). The wait
-    for a clean point never moves the later ones; a clean point past several due steps writes one checkpoint. The
-    next due step is in the checkpoint's state, so a resumed run writes its checkpoints where the uninterrupted run
-    does (a checkpoint written before it was recorded schedules from its own step). The replay buffer goes into a
-    checkpoint every ``buffer_save_freq`` env steps; the latest model is saved beside the run with each checkpoint.
-
-    :param saver: saves the model (its run folder and manifest information)
-    :param checkpoint_freq: env steps between periodic checkpoints (0: none)
-    :param buffer_save_freq: env steps between replay-buffer saves, at checkpoints (0: at every one, -1: never)
-    :param total_timesteps: the step count at which the run ends (recorded for ``--resume``)
-    :param start_timesteps: the step count training starts from
-    """
-
-    def __init__(self, saver: ModelSaver, checkpoint_freq: int, buffer_save_freq: int, total_timesteps: int,
-                 start_timesteps: int = 0) -> None:
-        super().__init__()
-        self.saver = saver
-        self.checkpoint_freq = int(checkpoint_freq)
-        self.buffer_save_freq = int(buffer_save_freq)
-        self.total_timesteps = int(total_timesteps)
-        self.next_checkpoint = int(start_timesteps) + self.checkpoint_freq if self.checkpoint_freq > 0 else None
-        algo_class = type(saver.algo)
-        self.resumable = algo_class.supportsResume()
-        self.clean_points = self.resumable and bool(getattr(algo_class, "CHECKPOINT_AT_CLEAN_POINTS", False))
-        self.buffer_saved_at: int | None = None
-        self.last_checkpoint: str | None = None
-        # What run_state.json's "callback" entry records: every callback's state (set by the list it is in).
-        self.callbacks_state: Callable[[], dict[str, Any]] = self.state
-        # Run before each checkpoint (set by the list: the scalar log's ScalarLogCallback.beforeCheckpoint).
-        self.before_save: Callable[[], None] | None = None
-
-    def _due(self) -> bool:
-        return self.next_checkpoint is not None and self.num_timesteps >= self.next_checkpoint
-
-    def _on_step(self) -> bool:
-        if not self.clean_points and self._due():
-            self.save(self.num_timesteps)
-        return True
-
-    def _on_rollout_start(self) -> None:
-        if self._due():
-            self.save(self.num_timesteps)
-
-    def save(self, num_timesteps: int, training_state: bool = True, **extra: Any) -> str | None:
-        """
-        Write ``checkpoints/<num_timesteps>_steps/`` and the latest model beside the run, after ``before_save`` (the
-        run's log up to this step logged and on disk). A failed save (disk full) costs one warning line; the earlier
-        checkpoints stay as they were.
-
-        :param num_timesteps: env steps taken so far
-        :param training_state: include the algorithm's training state (when it supports resuming)
-        :param extra: more manifest entries (finished, stopped_by)
-        :return: the checkpoint folder, None when the save failed or the saver has no run information
-        """
-        if self.next_checkpoint is not None and num_timesteps >= self.next_checkpoint:
-            # the first due step after this one, on the schedule: a late save does not delay the next ones
-            self.next_checkpoint += ((num_timesteps - self.next_checkpoint) // self.checkpoint_freq + 1) * \
-                self.checkpoint_freq
-        saver = self.saver
-        if saver.run_info is None:
-            return None
-        saver.checkRunFolder()  # (FolderVanished stops the run: not a warning)
-        if self.before_save is not None:
-            self.before_save()
-        resumable = self.resumable and training_state
-        save_buffer = resumable and self.buffer_save_freq >= 0 and (
-            self.buffer_saved_at is None or num_timesteps - self.buffer_saved_at >= self.buffer_save_freq)
-        previous_buffer_save = self.buffer_saved_at
-        if save_buffer:
-            self.buffer_saved_at = num_timesteps  # before the callbacks' state is read into run_state.json
-        try:
-            with self.busy("saving checkpoint"):
-                folder = Checkpoint.capture(saver.run_dir, saver.algo, saver.algo_name, saver.run_info,
-                                            num_timesteps, self.total_timesteps, self.callbacks_state, resumable,
-                                            save_buffer, **extra).folder
-                saver.save(saver.run_dir, num_timesteps, **extra)
-        except (CheckpointError, OSError) as error:
-            self.buffer_saved_at = previous_buffer_save
-            message = str(error) if isinstance(error, CheckpointError) else f"latest model not saved: {error.strerror}"
-            warnings.warn(message, stacklevel=3)
-            return None
-        self.last_checkpoint = folder
-        return folder
-
-    def state(self) -> dict[str, Any]:
-        return {"last_buffer_save": self.buffer_saved_at, "next_checkpoint": self.next_checkpoint}
-
-    def restoreState(self, state: dict[str, Any]) -> None:
-        self.buffer_saved_at = state.get("last_buffer_save")
-        # (an older checkpoint has no next_checkpoint: the schedule goes on from its step, start_timesteps)
-        if self.next_checkpoint is not None and state.get("next_checkpoint") is not None:
-            self.next_checkpoint = int(state["next_checkpoint"])
-
-
-class StopSignalCallback(TrainingService):
-    """
-    After :meth:`requestStop` (SIGINT/SIGTERM, through rl_baselines.runs.resume.installStopHandlers), the next step
-    refreshes the progress and the log, writes a checkpoint (its manifest says ``stopped_by``) and stops training.
-
-    :param refresh: refreshed before the checkpoint, or None
-    :param checkpoints: writes the checkpoint
-    """
-
-    def __init__(self, refresh: RefreshCallback | None, checkpoints: CheckpointCallback) -> None:
-        super().__init__()
-        self.refresh = refresh
-        self.checkpoints = checkpoints
-        self.stop_signal: int | None = None
-
-    def requestStop(self, signum: int) -> None:
-        """
-        Ask training to stop at the next step (from a signal handler: only a flag).
-
-        :param signum: the signal received
-        """
-        self.stop_signal = signum
-
-    def _on_step(self) -> bool:
-        if self.stop_signal is None:
-            return True
-        if self.refresh is not None:
-            self.refresh.refreshAt(self.num_timesteps)
-        self.checkpoints.save(self.num_timesteps, stopped_by=signal.Signals(self.stop_signal).name)
-        return False
 
 
 def walk(callbacks: list[BaseCallback]) -> Iterator[BaseCallback]:

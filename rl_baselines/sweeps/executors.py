@@ -30,6 +30,7 @@ import time
 from typing import Any
 
 from rl_baselines.sweeps.run_attempts import (
+    STOP_GRACE_S,
     RunResult,
     StartedRun,
     executeRun,
@@ -135,7 +136,7 @@ class LocalExecutor:
         results = []
         for run_id, started in self._running.items():
             try:
-                code = started.process.wait(timeout=15)
+                code = started.process.wait(timeout=STOP_GRACE_S)
             except subprocess.TimeoutExpired:  # it does not stop: kill it
                 started.process.kill()
                 code = started.process.wait()

@@ -46,6 +46,9 @@ PID_FILE = "train.pid"
 _COMMAND_LINE = re.compile(rf"# \S+ -m {re.escape(TRAIN_MODULE)}( |$)")
 DONE_FILE = "done.json"
 WAIT_SLICE_S = 1.0  # executeRun's longest blocking wait on a train process
+# Seconds a train process the sweep stops gets to exit before it is killed: its wait for a clean point
+# (rl_baselines.runs.checkpoint_callbacks.STOP_WAIT_S), its checkpoint and final save.
+STOP_GRACE_S = 30.0
 FAILED_FILE = "failed.json"
 # What rl_baselines.runs.resume.runStatus says of a folder that ``train --resume`` continues in place.
 RESUMABLE = ("resume", "restart", "finished")
@@ -324,9 +327,10 @@ def executeRun(spec: RunSpec, resume: bool = True, threads: int | None = None) -
     return finishRun(started, returncode)
 
 
-def stopProcess(process: subprocess.Popen, grace_s: float = 10.0) -> None:
+def stopProcess(process: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None:
     """
-    Ask a train process to stop (SIGINT: it saves its model and exits), kill it after ``grace_s``.
+    Ask a train process to stop (SIGINT: it checkpoints, at the end of its update in progress when that comes within
+    rl_baselines.runs.checkpoint_callbacks.STOP_WAIT_S, saves its model and exits), kill it after ``grace_s``.
 
     :param process: the process
     :param grace_s: seconds it gets to exit
