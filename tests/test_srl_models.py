@@ -81,7 +81,8 @@ def checkSaveLoad(folder: str, images: np.ndarray) -> None:
     with pytest.raises(ValueError, match=r"\(32, 32, 3\).*\(16, 16, 3\)"):
         model.getState(np.zeros((2, 16, 16, 3), dtype=np.uint8))
     # pixel values: integers within 0-255 are the same images; floats (a [0, 1] image?) and values outside are refused
-    np.testing.assert_array_equal(model.getState(images[:3].astype(np.int64)), batch[:3])
+    # (the same batch of 3 either way: a batch's size may pick other CPU kernels, bit for bit another sum)
+    np.testing.assert_array_equal(model.getState(images[:3].astype(np.int64)), model.getState(images[:3]))
     with pytest.raises(ValueError, match=r"uint8 images .*got dtype float32; images in \[0, 1\]"):
         model.getState(images[:3].astype(np.float32) / 255.0)
     with pytest.raises(ValueError, match=r"got int64 values from -1 to 255"):
