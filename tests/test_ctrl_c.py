@@ -305,11 +305,12 @@ STARTING_WORKERS = {
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds the starting worker processes in /proc")
 @pytest.mark.parametrize("workers", sorted(STARTING_WORKERS))
-def test_a_stop_signal_while_the_workers_start_checkpoints_at_the_first_step(tmp_path, workers) -> None:
+def test_a_stop_signal_while_the_workers_start_stops_with_a_checkpoint(tmp_path, workers) -> None:
     """Ctrl-C or SIGTERM to the process group while the worker processes import the envs' libraries (the forkserver
     of 2 env workers; ppo1's spawned rank 1): they died of it mid-import, and the run with a traceback (EOFError or
     ConnectionResetError) or "ppo1 worker rank 1 was killed by SIGINT", exit 1. The train process gets the signal
-    once its workers have started and stops as at any other step: a checkpoint, exit 130 or 143, no traceback."""
+    once its workers have started and stops as at any other step: a checkpoint (at the end of the first update),
+    exit 130 or 143, no traceback."""
     flags, marker, signum = STARTING_WORKERS[workers]
     process = startModule("rl_baselines.train", "--no-vis", "--no-progress", *flags, *GT, "--num-timesteps", "5000",
                           "--log-dir", tmp_path, start_new_session=True)

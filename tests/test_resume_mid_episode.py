@@ -17,6 +17,7 @@ import glob
 import json
 import os
 import signal
+import warnings
 import zipfile
 from io import BytesIO
 
@@ -237,3 +238,29 @@ def test_a_stop_checkpoints_at_the_end_of_the_update_in_progress_and_resumes_as_
     run_dir = _stoppedRun(monkeypatch, str(tmp_path / "at once"), args, stop_at)
     (steps, checkpoint), = listCheckpoints(run_dir)
     assert steps == stop_at and readManifest(checkpoint)["stopped_by"] == "SIGINT"
+
+
+def test_a_stop_before_the_first_step_checkpoints_at_the_first_clean_point_after_it(tmp_path, monkeypatch) -> None:
+    """A Ctrl-C while the run starts (its envs being made, before SB3's first rollout start): not a checkpoint of the
+    state it started from (step 0; for a resumed run its checkpoint's step, whose folder exists: "not saved"), but
+    one at the end of the first update; the runs resumed from those are the uninterrupted run."""
+    args = [*GT, *STOPPED["ppo2"][0], "--checkpoint-freq", "5000"]
+    reference = trainHere("--log-dir", tmp_path / "reference", *args)
+    original = TrainingCallbacks.on_training_start
+
+    def stoppedAtStart(self, *start) -> None:
+        self.requestStop(signal.SIGINT)
+        original(self, *start)
+
+    monkeypatch.setattr(TrainingCallbacks, "on_training_start", stoppedAtStart)
+    log_dir = str(tmp_path / "stopped")
+    assert train.main(["--no-vis", "--no-progress", "--log-dir", log_dir, *args]) == 130
+    (run_dir,) = glob.glob(os.path.join(log_dir, "*", "*", "*", "*"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (a checkpoint not saved is a warning)
+        assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 130
+    assert [steps for steps, _ in listCheckpoints(run_dir)] == [256, 512]
+    monkeypatch.setattr(TrainingCallbacks, "on_training_start", original)
+    assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
+    assert _monitorRows(run_dir) == _monitorRows(reference) and _progressRows(run_dir) == _progressRows(reference)
+    assert _sameWeights(run_dir, reference, "ppo2")

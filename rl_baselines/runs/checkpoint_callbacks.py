@@ -128,9 +128,10 @@ class StopSignalCallback(TrainingService):
     After :meth:`requestStop` (SIGINT/SIGTERM, through rl_baselines.runs.resume.installStopHandlers): a checkpoint
     whose manifest says ``stopped_by``, then training stops.
 
-    - An algorithm that checkpoints at clean points (``CHECKPOINT_AT_CLEAN_POINTS``) goes on to its next one (the
-      end of the update in progress: SB3's next rollout start, or ``notifyCleanPoint``) and writes the checkpoint
-      there, as a periodic one: a run resumed from it is the run never stopped. Training stops at the step after.
+    - An algorithm that checkpoints at clean points (``CHECKPOINT_AT_CLEAN_POINTS``) goes on to its next one after a
+      step of this process (the end of the update in progress: SB3's next rollout start, or ``notifyCleanPoint``) and
+      writes the checkpoint there, as a periodic one: a run resumed from it is the run never stopped. Training stops
+      at the step after.
     - Where no clean point comes within ``wait_s`` seconds of the signal (a long rollout or generation), and for the
       other algorithms, the next step refreshes the progress and the log, writes the checkpoint and stops: the
       resumed run is a valid continuation, its rollout started at the stop.
@@ -167,7 +168,8 @@ class StopSignalCallback(TrainingService):
         self.checkpoints.save(self.num_timesteps, stopped_by=signal.Signals(self.stop_signal).name)
 
     def _on_rollout_start(self) -> None:
-        if self.stop_signal is not None and not self.saved and self.checkpoints.clean_points:
+        # (not the rollout start before the first step: the state the run started from, step 0 or its checkpoint's)
+        if self.stop_signal is not None and not self.saved and self.checkpoints.clean_points and self.n_calls > 0:
             self._save()  # (the list's checkpoints come after: one due at this step is this one)
 
     def _on_step(self) -> bool:
