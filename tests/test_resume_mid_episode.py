@@ -171,6 +171,9 @@ MID_EPISODE = {
     "acktr": (["--algo", "acktr", "--num-timesteps", "600"], 300),
     "ppo1": (["--algo", "ppo1", "--num-timesteps", "600", "--timesteps-per-actorbatch", "100", "--nminibatches", "4",
               "--optim-epochs", "2"], 300),
+    # 2 workers of one env each, updates of 2 x 100 steps: the checkpoint at 400, each env 200 steps into its episode
+    "ppo1-workers": (["--algo", "ppo1", "--num-workers", "2", "--num-timesteps", "800", "--timesteps-per-actorbatch",
+                      "100", "--nminibatches", "4", "--optim-epochs", "2"], 400),
 }
 
 

@@ -66,10 +66,8 @@ from rl_baselines.core.training_state import (
     captureEpisodeStarts,
     captureFrameStack,
     countLines,
-    freezeNextReset,
     keepFirstLines,
-    restartEpisodes,
-    restoreNextStack,
+    resumeEnvs,
 )
 from srl_models.config import RUN_RECORD_FILE
 from srl_toolbox.cli import UsageError
@@ -485,12 +483,12 @@ class Checkpoint:
                                  f"env's, with {mismatch}")
         run_state = readJson(os.path.join(folder, RUN_STATE_FILE))
         replay = getattr(type(algo), "REPLAYS_EPISODES_IN_PROGRESS", False)
-        restartEpisodes(algo.env, run_state.get("episode_starts"), replay=replay)
         stack_path = os.path.join(folder, FRAME_STACK_FILE)
-        if replay and os.path.isfile(stack_path):
+        frames = None
+        if os.path.isfile(stack_path):
             with np.load(stack_path, allow_pickle=False) as data:
-                restoreNextStack(algo.env, data["frames"])
-        freezeNextReset(algo.env)
+                frames = data["frames"]
+        resumeEnvs(algo.env, run_state.get("episode_starts"), frames, replay)
         try:
             algo.loadTrainingState(os.path.join(folder, TRAINING_STATE_DIR), self.buffer_folder)
         except (ValueError, KeyError, OSError) as error:

@@ -162,6 +162,24 @@ def restoreNextStack(venv: Any, stacked: np.ndarray) -> None:
     shadowOnce(stack, "reset", withFrames)
 
 
+def resumeEnvs(venv: Any, episode_starts: list[dict[str, Any] | None] | None, frames: np.ndarray | None,
+               replay: bool) -> None:
+    """
+    Prepare the next reset of a resumed run's training env: each env restarts its episode in progress at the capture
+    (:func:`restartEpisodes`), with its stacked frames where it goes on with it (:func:`restoreNextStack`), and the
+    normalisation statistics stay as they are during that reset (:func:`freezeNextReset`).
+
+    :param venv: the training VecEnv
+    :param episode_starts: what :func:`captureEpisodeStarts` returned
+    :param frames: what :func:`captureFrameStack` returned, or None
+    :param replay: the reset plays each episode's actions again (see :func:`restartEpisodes`)
+    """
+    restartEpisodes(venv, episode_starts, replay=replay)
+    if replay and frames is not None:
+        restoreNextStack(venv, frames)
+    freezeNextReset(venv)
+
+
 def freezeNextReset(venv: Any) -> None:
     """
     Keep the normalisation statistics of ``venv`` (a VecNormalize in its chain) unchanged during its next reset

@@ -29,7 +29,7 @@ import multiprocessing
 import os
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -558,15 +558,12 @@ def _setRms(prefix: str, rms: RunningMeanStd | dict, data: Any) -> None:
     rms.count = float(data[f"{prefix}.count"])
 
 
-def saveNormalisation(venv: VecEnv | None, folder: str) -> str | None:
+def normalisationArrays(venv: VecEnv | None) -> dict[str, np.ndarray] | None:
     """
-    Write the running mean/std of a VecNormalize in ``venv``'s chain to ``folder/vecnormalize.npz`` (atomically).
-
-    :param venv: the training VecEnv
-    :param folder: destination folder (the saved model's)
-    :return: the file written, or None when the env is not normalised
+    :param venv: a VecEnv
+    :return: the running mean/std and settings of a VecNormalize in its chain, as plain arrays (what
+        :func:`saveNormalisation` writes), None when the env is not normalised
     """
-
     vec_normalize = findVecNormalize(venv)
     if vec_normalize is None:
         return None
@@ -577,6 +574,21 @@ def saveNormalisation(venv: VecEnv | None, folder: str) -> str | None:
         arrays["scale"] = np.asarray(vec_normalize.scale)
     arrays["norm_obs"] = np.asarray(vec_normalize.norm_obs)
     arrays["norm_reward"] = np.asarray(vec_normalize.norm_reward)
+    return arrays
+
+
+def saveNormalisation(venv: VecEnv | None, folder: str) -> str | None:
+    """
+    Write the running mean/std of a VecNormalize in ``venv``'s chain to ``folder/vecnormalize.npz`` (atomically).
+
+    :param venv: the training VecEnv
+    :param folder: destination folder (the saved model's)
+    :return: the file written, or None when the env is not normalised
+    """
+
+    arrays = normalisationArrays(venv)
+    if arrays is None:
+        return None
     path = os.path.join(folder, NORMALISATION_FILE)
     writeNpz(path, arrays)
     return path
@@ -604,17 +616,31 @@ def loadNormalisation(venv: VecEnv, folder: str) -> None:
     :param folder: folder holding vecnormalize.npz
     :raises ValueError: the file does not match the env's observations
     """
+    if findVecNormalize(venv) is None:
+        return
+    with np.load(os.path.join(folder, NORMALISATION_FILE), allow_pickle=False) as data:
+        setNormalisation(venv, data, f"{folder}/{NORMALISATION_FILE}")
+
+
+def setNormalisation(venv: VecEnv, data: Mapping[str, Any], source: str) -> None:
+    """
+    Restore the statistics of :func:`normalisationArrays` into the VecNormalize of ``venv``.
+
+    :param venv: a VecEnv whose chain holds a VecNormalize (else nothing is done)
+    :param data: the arrays, by name
+    :param source: where they come from, for the errors
+    :raises ValueError: the arrays do not match the env's observations
+    """
     vec_normalize = findVecNormalize(venv)
     if vec_normalize is None:
         return
-    with np.load(os.path.join(folder, NORMALISATION_FILE), allow_pickle=False) as data:
-        try:
-            _setRms("obs", vec_normalize.obs_rms, data)
-            _setRms("ret", vec_normalize.ret_rms, data)
-        except KeyError as error:
-            raise ValueError(f"{folder}/{NORMALISATION_FILE} lacks {error}") from None
-        obs_shape = getattr(vec_normalize.obs_rms, "mean", np.zeros(0)).shape
-        if not isinstance(vec_normalize.obs_rms, dict) and obs_shape != vec_normalize.observation_space.shape:
-            raise ValueError(f"{folder}/{NORMALISATION_FILE} is for observations of shape {obs_shape}")
-        for name in ("clip_obs", "clip_reward", "gamma", "epsilon"):
-            setattr(vec_normalize, name, float(data[name]))
+    try:
+        _setRms("obs", vec_normalize.obs_rms, data)
+        _setRms("ret", vec_normalize.ret_rms, data)
+    except KeyError as error:
+        raise ValueError(f"{source} lacks {error}") from None
+    obs_shape = getattr(vec_normalize.obs_rms, "mean", np.zeros(0)).shape
+    if not isinstance(vec_normalize.obs_rms, dict) and obs_shape != vec_normalize.observation_space.shape:
+        raise ValueError(f"{source} is for observations of shape {obs_shape}")
+    for name in ("clip_obs", "clip_reward", "gamma", "epsilon"):
+        setattr(vec_normalize, name, float(data[name]))

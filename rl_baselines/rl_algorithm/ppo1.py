@@ -34,7 +34,8 @@ ranks' batches, so K workers make the same update as 1 worker on the union of th
 order; tests/test_ppo1.py checks it). With more minibatches each rank still takes its own equal share of every
 global minibatch, which is again a plain mean over the global minibatch, but not the same split as one worker would
 make. Gradients are not clipped (as in the MPI original). Observation normalisation (VecNormalize) is per rank; rank 0's
-statistics are the ones saved.
+statistics are the ones saved with the model, the workers' go into its checkpoints' training state with the rest of
+their state (rl_baselines.rl_algorithm.ppo1_workers.workerState), which a resumed run hands back to them.
 """
 from __future__ import annotations
 
@@ -64,7 +65,13 @@ from rl_baselines.core.plugin_v1 import asRunSettings
 from rl_baselines.core.run_folder import MONITOR_SUFFIX
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.wrappers import monitorElapsed
-from rl_baselines.rl_algorithm.ppo1_workers import LocalWorkers
+from rl_baselines.rl_algorithm.ppo1_workers import (
+    LocalWorkers,
+    loadWorkerStates,
+    restoreWorkerState,
+    saveWorkerStates,
+    workerState,
+)
 from rl_baselines.rl_algorithm.torch_common import LR_SCHEDULE, ActorCriticNetwork, TorchActorCritic
 from srl_toolbox.cli import MAX_SEED, CommandFailed, UsageError, nonNegativeInt, positiveInt
 
@@ -333,6 +340,9 @@ class PPO1Model(TorchActorCritic):
         self.world_size = 1
         self.updates = 0  # the run's updates so far (they seed the minibatch shuffling)
         self.rank_monitor: RankMonitorFiles | None = None  # a worker's monitor files (rank 0's envs write theirs)
+        # Rank 0: the other ranks' state at the last clean point (workerState), which its checkpoints keep, or the
+        # state a resumed run hands them; None before the first update and in a run of one worker.
+        self.worker_states: list[dict[str, Any]] | None = None
 
     @classmethod
     def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -490,9 +500,9 @@ class PPO1Model(TorchActorCritic):
 
     def _syncFromRankZero(self, total_timesteps: int) -> int:
         """Give every rank rank 0's networks, optimizer state, hyperparameters, step count, update count and step
-        target."""
+        target, and, in a resumed run, each worker its own state at the checkpoint (:meth:`restoreWorkerState`)."""
         state = [self.modelState(), dict(self.hyperparams), int(self.num_timesteps), int(total_timesteps),
-                 int(self.updates)]
+                 int(self.updates), self.worker_states]
         dist.broadcast_object_list(state, src=0)
         if self.rank != 0:
             self.hyperparams = state[1]
@@ -500,7 +510,29 @@ class PPO1Model(TorchActorCritic):
             for name, module in self.modules().items():
                 module.load_state_dict(state[0]["state_dicts"][name])
             self.num_timesteps, self.updates = state[2], state[4]
+            workers = state[5]
+            if workers is not None and len(workers) == self.world_size - 1:
+                restoreWorkerState(self, workers[self.rank - 1])
         return state[3]
+
+    def _gatherWorkerStates(self) -> None:
+        """Every rank's :func:`workerState` to rank 0 (a collective), which keeps the workers' (ranks 1 ...)."""
+        gathered: list[Any] | None = [None] * self.world_size if self.rank == 0 else None
+        dist.gather_object(None if self.rank == 0 else workerState(self), gathered, dst=0)
+        if gathered is not None:
+            self.worker_states = gathered[1:]
+
+    def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
+        """The training state, and rank 0's record of its workers' at this clean point (:func:`saveWorkerStates`)."""
+        super().saveTrainingState(folder, replay_buffer_folder)
+        if self.worker_states is not None:
+            saveWorkerStates(folder, self.worker_states)
+
+    def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
+        """The training state, and the workers' that rank 0 hands them as they start (none in a checkpoint of an
+        earlier version: they start their episodes anew)."""
+        super().loadTrainingState(folder, replay_buffer_folder)
+        self.worker_states = loadWorkerStates(folder)
 
     def budgetChunk(self) -> int:
         """:return: a rollout of every rank (``timesteps_per_actorbatch`` per env): it trains whole ones"""
@@ -577,5 +609,6 @@ class PPO1Model(TorchActorCritic):
                 if self.rank_monitor is not None:
                     self.rank_monitor.write()
                 dist.barrier()  # rank 0 goes on (reads monitor files, checkpoints) once every rank wrote its rows
+                self._gatherWorkerStates()  # (rank 0 keeps every worker's state at this clean point, for checkpoints)
             self.logStats(stats)
             self.cleanPoint(callback)  # between updates: an exact checkpoint (rank 0)

@@ -10,9 +10,15 @@ and polls, so that it leaves a join that can no longer complete.
 Invariants: a worker that ends with exit code 0, or any worker once rank 0 let them go (``close``) or stopped them
 (``stop``), is no failure; the workers are spawned (not forked: torch and envs hold threads) and not daemonic (a
 worker's env may start processes of its own).
+
+Also here: what a worker's run goes on from that its model does not hold (:func:`workerState`): its envs' episodes
+in progress, stacked frames and normalisation statistics, and its generators. Rank 0 gathers them at each clean
+point and keeps them in its checkpoints (``workers.json`` and ``workers.npz`` in the training state), and hands
+each worker its own when a resumed run starts, so that the workers go on as in the run never interrupted.
 """
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Callable
@@ -20,9 +26,80 @@ from multiprocessing import connection
 from multiprocessing.connection import Connection
 from typing import Any
 
+import numpy as np
 import torch.multiprocessing as mp
 
+from rl_baselines.core.training_state import (
+    captureEpisodeStarts,
+    captureFrameStack,
+    captureGlobalRNG,
+    generatorState,
+    restoreGlobalRNG,
+    resumeEnvs,
+    setGeneratorState,
+)
+from rl_baselines.envs.factory import normalisationArrays, setNormalisation
+from srl_toolbox.files import readJson, writeJson, writeNpz
 from srl_toolbox.signals import stopSignalsBlocked
+
+# In a checkpoint's training state: rank 0's record of its workers' states, the JSON part and the arrays.
+WORKERS_FILE = "workers.json"
+WORKERS_ARRAYS_FILE = "workers.npz"
+
+
+def workerState(model: Any) -> dict[str, Any]:
+    """
+    :param model: a worker's model (its ``env`` and ``rng``)
+    :return: what the worker goes on from at a clean point, besides the networks rank 0 holds: each env's episode
+        start (with the actions played since), the frames a ``--num-stack`` env holds, the normalisation statistics,
+        the model's generator and the process's global generators (arrays under ``arrays``)
+    """
+    arrays = {f"rng.{name}": value for name, value in captureGlobalRNG().items()}
+    frames = captureFrameStack(model.env)
+    if frames is not None:
+        arrays["frames"] = frames
+    arrays.update({f"normalisation.{name}": value for name, value in (normalisationArrays(model.env) or {}).items()})
+    return {"episode_starts": captureEpisodeStarts(model.env), "generator": generatorState(getattr(model, "rng", None)),
+            "arrays": arrays}
+
+
+def restoreWorkerState(model: Any, state: dict[str, Any]) -> None:
+    """
+    Make a worker of a resumed run go on from :func:`workerState`: its envs' next reset plays their episodes in
+    progress again (statistics frozen), with their frames and statistics, and its generators as they were.
+
+    :param model: the worker's model, its env built and not reset yet
+    :param state: what :func:`workerState` returned at the checkpoint
+    """
+    arrays = state["arrays"]
+    normalisation = {name[len("normalisation."):]: value for name, value in arrays.items()
+                     if name.startswith("normalisation.")}
+    if normalisation:
+        setNormalisation(model.env, normalisation, "the checkpoint's worker state")
+    resumeEnvs(model.env, state["episode_starts"], arrays.get("frames"), replay=True)
+    setGeneratorState(getattr(model, "rng", None), state["generator"])
+    restoreGlobalRNG({name[len("rng."):]: value for name, value in arrays.items() if name.startswith("rng.")})
+
+
+def saveWorkerStates(folder: str, states: list[dict[str, Any]]) -> None:
+    """Write the workers' :func:`workerState` (ranks 1 ... in order) into a training state folder."""
+    writeJson(os.path.join(folder, WORKERS_FILE), [
+        {"episode_starts": state["episode_starts"], "generator": state["generator"]} for state in states])
+    writeNpz(os.path.join(folder, WORKERS_ARRAYS_FILE), {
+        f"{index}.{name}": value for index, state in enumerate(states) for name, value in state["arrays"].items()})
+
+
+def loadWorkerStates(folder: str) -> list[dict[str, Any]] | None:
+    """:return: what :func:`saveWorkerStates` wrote in a training state folder, None when it holds none"""
+    path = os.path.join(folder, WORKERS_FILE)
+    if not os.path.isfile(path):
+        return None
+    states = [{**state, "arrays": {}} for state in readJson(path)]
+    with np.load(os.path.join(folder, WORKERS_ARRAYS_FILE), allow_pickle=False) as data:
+        for key in data.files:
+            index, name = key.split(".", 1)
+            states[int(index)]["arrays"][name] = data[key]
+    return states
 
 
 class LocalWorkers:
