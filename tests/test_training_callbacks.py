@@ -17,7 +17,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from rl_baselines.core.base import BaseRLObject, notifyCleanPoint
 from rl_baselines.core.checkpointing import Checkpoint, listCheckpoints, runDescription
 from rl_baselines.rl_algorithm.sb3_base import sb3Callback
-from rl_baselines.runs import training_callbacks
+from rl_baselines.runs import checkpoint_callbacks, training_callbacks
 from rl_baselines.runs.callbacks import TrainingCallbacks, standardCallbacks
 from rl_baselines.runs.checkpoint_callbacks import CheckpointCallback, StopSignalCallback
 from rl_baselines.runs.progress_bar import ProgressCallback
@@ -467,6 +467,34 @@ def test_a_stop_signal_refreshes_checkpoints_and_stops(tmp_path):
     assert recorder.steps == [40] and callbacks.stop_signal == signal.SIGTERM
     (steps, folder), = listCheckpoints(run_dir)
     assert steps == 40 and Checkpoint(folder).manifest()["stopped_by"] == "SIGTERM"
+
+
+def test_a_stop_waits_for_the_next_clean_point_at_most_its_wait(tmp_path, monkeypatch):
+    """An algorithm with clean points: after the signal the steps go on until the next clean point, which writes the
+    stop's checkpoint, and the step after it stops training; where the wait passes first, the next step writes it
+    and stops (mid-rollout, as for an algorithm without clean points)."""
+    clock = [100.0]
+    monkeypatch.setattr(checkpoint_callbacks.time, "monotonic", lambda: clock[0])
+    for case, (waited, clean_point, answers, written) in {
+            "in time": (9.0, 40, [True, False], 40), "too late": (11.0, None, [False], 30)}.items():
+        run_dir = str(tmp_path / case)
+        algo = CleanPointAlgo()
+        checkpoints = CheckpointCallback(ModelSaver(algo, "fake", run_dir, runDescription(run_dir, type(
+            "Args", (), {"env": "Fake-v0", "srl_model": "ground_truth"}))), 0, 0, total_timesteps=1000)
+        callbacks = TrainingCallbacks([StopSignalCallback(None, checkpoints, wait_s=10.0), checkpoints])
+        learner = Learner()
+        assert _drive(callbacks, learner, range(10, 30, 10)) == [True, True]
+        callbacks.requestStop(signal.SIGTERM)
+        clock[0] += waited
+        algo.num_timesteps = 30
+        first = _drive(callbacks, learner, range(30, 31))
+        if clean_point is not None:
+            algo.num_timesteps = clean_point
+            notifyCleanPoint(callbacks, clean_point)
+            first += _drive(callbacks, learner, range(clean_point + 10, clean_point + 11))
+        assert first == answers, case
+        (steps, folder), = listCheckpoints(run_dir)
+        assert steps == written and Checkpoint(folder).manifest()["stopped_by"] == "SIGTERM", case
 
 
 def test_a_checkpoint_first_logs_the_episodes_since_the_last_refresh_and_flushes_the_log(tmp_path):
