@@ -302,6 +302,31 @@ def interruptedRun(monkeypatch: pytest.MonkeyPatch, log_dir: str, run_args: list
     return run_dir
 
 
+def stoppedRun(monkeypatch: pytest.MonkeyPatch, log_dir: str, run_args: list[str], at_step: int) -> str:
+    """
+    Train in this process and send it a SIGINT (a Ctrl-C, as its signal handler passes it on) at ``at_step`` (the
+    learner's step count), whose own checkpoint ends the run (exit 130).
+
+    :param monkeypatch: the test's
+    :param log_dir: an empty log folder
+    :param run_args: the train arguments (no ``--log-dir``)
+    :param at_step: the step count at which the stop is asked
+    :return: the run folder
+    """
+    original = TrainingCallbacks.on_step
+
+    def stopped(self) -> bool:
+        if self.model.num_timesteps == at_step:
+            self.requestStop(signal.SIGINT)
+        return original(self)
+
+    monkeypatch.setattr(TrainingCallbacks, "on_step", stopped)
+    assert train.main(["--no-vis", "--no-progress", "--log-dir", log_dir, *run_args]) == 130
+    monkeypatch.setattr(TrainingCallbacks, "on_step", original)
+    (run_dir,) = glob.glob(os.path.join(log_dir, "*", "*", "*", "*"))
+    return run_dir
+
+
 def interruptThenResume(monkeypatch: pytest.MonkeyPatch, log_dir: str, run_args: list[str], at_step: int) -> str:
     """
     :func:`interruptedRun`, then ``--resume`` it to the end.

@@ -43,7 +43,16 @@ import stable_baselines3.common.logger as sb3_logger
 import torch
 import visdom
 from cma.utilities.utils import ElapsedWCTime
-from conftest import interruptedRun, interruptThenResume, runFolder, runModule, runTrain, startModule, trainHere
+from conftest import (
+    interruptedRun,
+    interruptThenResume,
+    runFolder,
+    runModule,
+    runTrain,
+    startModule,
+    stoppedRun,
+    trainHere,
+)
 from stable_baselines3.common.buffers import DictReplayBuffer
 from warm_python import WarmProcess
 
@@ -314,19 +323,9 @@ def test_cma_es_stopped_mid_generation_resumes(tmp_path, monkeypatch):
     resumed run plays that generation again to the end (asked again, the asked strategy failed: 'Mean shift samples
     are expected but missing')."""
     args = [*GT, "--algo", "cma-es", "--num-timesteps", "3200", "--hyperparam", "num_population:4"]
-    original = TrainingCallbacks.on_step
-
-    def stopped(self) -> bool:  # a Ctrl-C at step 2400, in the third generation (4 episodes of 250 steps)
-        if self.num_timesteps == 2400:
-            self.requestStop(signal.SIGINT)
-        return original(self)
-
-    monkeypatch.setattr(TrainingCallbacks, "on_step", stopped)
     monkeypatch.setattr(checkpoint_callbacks, "STOP_WAIT_S", 0.0)  # (else it waits for the generation's end)
-    log_dir = str(tmp_path / "stopped")
-    assert train.main(["--no-vis", "--no-progress", "--log-dir", log_dir, *args]) == 130
-    monkeypatch.setattr(TrainingCallbacks, "on_step", original)
-    (run_dir,) = glob.glob(os.path.join(log_dir, "*", "*", "*", "*"))
+    # a Ctrl-C at step 2400, in the third generation (4 episodes of 250 steps)
+    run_dir = stoppedRun(monkeypatch, str(tmp_path / "stopped"), args, 2400)
     assert 2400 <= listCheckpoints(run_dir)[-1][0] < 3000  # the stop's checkpoint, mid-generation
     assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
 

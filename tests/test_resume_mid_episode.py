@@ -25,7 +25,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import interruptThenResume, trainHere
+from conftest import interruptThenResume, stoppedRun, trainHere
 
 from rl_baselines.core.checkpointing import listCheckpoints, readManifest
 from rl_baselines.envs.wrappers import EpisodeStartRNG, openMonitor
@@ -192,23 +192,6 @@ def test_a_run_resumed_mid_episode_is_the_uninterrupted_run(tmp_path, monkeypatc
     assert _sameWeights(run_dir, reference, run_args[1])
 
 
-def _stoppedRun(monkeypatch, log_dir: str, run_args: list[str], at_step: int) -> str:
-    """:return: the run folder of the train command run here and sent a SIGINT (a Ctrl-C) at ``at_step``, whose own
-    checkpoint ends it (exit 130)"""
-    original = TrainingCallbacks.on_step
-
-    def stopped(self) -> bool:
-        if self.model.num_timesteps == at_step:
-            self.requestStop(signal.SIGINT)
-        return original(self)
-
-    monkeypatch.setattr(TrainingCallbacks, "on_step", stopped)
-    assert train.main(["--no-vis", "--no-progress", "--log-dir", log_dir, *run_args]) == 130
-    monkeypatch.setattr(TrainingCallbacks, "on_step", original)
-    (run_dir,) = glob.glob(os.path.join(log_dir, "*", "*", "*", "*"))
-    return run_dir
-
-
 # A Ctrl-C mid-rollout, and the clean point its checkpoint waits for: ppo2 (2 envs, rollouts of 2 x 128 steps) at
 # 600, the next rollout's start at 768; sac (train_freq 4) at 301, 304; acktr (updates of 20 steps) at 310, 320.
 STOPPED = {
@@ -229,7 +212,7 @@ def test_a_stop_checkpoints_at_the_end_of_the_update_in_progress_and_resumes_as_
     run_args, stop_at, clean_point = STOPPED[case]
     args = [*GT, *run_args, "--checkpoint-freq", "5000"]
     reference = trainHere("--log-dir", tmp_path / "reference", *args)
-    run_dir = _stoppedRun(monkeypatch, str(tmp_path / "stopped"), args, stop_at)
+    run_dir = stoppedRun(monkeypatch, str(tmp_path / "stopped"), args, stop_at)
     (steps, checkpoint), = listCheckpoints(run_dir)
     assert steps == clean_point and readManifest(checkpoint)["stopped_by"] == "SIGINT"
     assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
@@ -238,7 +221,7 @@ def test_a_stop_checkpoints_at_the_end_of_the_update_in_progress_and_resumes_as_
     assert _sameWeights(run_dir, reference, run_args[1])
 
     monkeypatch.setattr(checkpoint_callbacks, "STOP_WAIT_S", 0.0)  # the clean point comes too late
-    run_dir = _stoppedRun(monkeypatch, str(tmp_path / "at once"), args, stop_at)
+    run_dir = stoppedRun(monkeypatch, str(tmp_path / "at once"), args, stop_at)
     (steps, checkpoint), = listCheckpoints(run_dir)
     assert steps == stop_at and readManifest(checkpoint)["stopped_by"] == "SIGINT"
 
