@@ -485,7 +485,7 @@ class Checkpoint:
         replay = getattr(type(algo), "REPLAYS_EPISODES_IN_PROGRESS", False)
         stack_path = os.path.join(folder, FRAME_STACK_FILE)
         frames = None
-        if os.path.isfile(stack_path):
+        if replay and os.path.isfile(stack_path):  # (given back only to envs that go on with their episodes)
             with np.load(stack_path, allow_pickle=False) as data:
                 frames = data["frames"]
         resumeEnvs(algo.env, run_state.get("episode_starts"), frames, replay)
