@@ -11,6 +11,7 @@ import glob
 import os
 import signal
 import subprocess
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -287,19 +288,13 @@ def interruptedRun(monkeypatch: pytest.MonkeyPatch, log_dir: str, run_args: list
     :param at_step: the step count at which the interrupt is raised
     :return: the run folder
     """
-    original = TrainingCallbacks.on_step
-
-    def interrupted(self) -> bool:
-        keep_going = original(self)
+    def interrupted(self, on_step) -> bool:
+        keep_going = on_step(self)
         if self.num_timesteps >= at_step:
             raise KeyboardInterrupt
         return keep_going
 
-    monkeypatch.setattr(TrainingCallbacks, "on_step", interrupted)
-    assert train.main(["--no-vis", "--no-progress", "--log-dir", log_dir, *run_args]) == 130
-    monkeypatch.setattr(TrainingCallbacks, "on_step", original)
-    (run_dir,) = glob.glob(os.path.join(log_dir, "*", "*", "*", "*"))
-    return run_dir
+    return _runEndedBy(monkeypatch, interrupted, log_dir, run_args)
 
 
 def stoppedRun(monkeypatch: pytest.MonkeyPatch, log_dir: str, run_args: list[str], at_step: int) -> str:
@@ -313,14 +308,19 @@ def stoppedRun(monkeypatch: pytest.MonkeyPatch, log_dir: str, run_args: list[str
     :param at_step: the step count at which the stop is asked
     :return: the run folder
     """
-    original = TrainingCallbacks.on_step
-
-    def stopped(self) -> bool:
+    def stopped(self, on_step) -> bool:
         if self.model.num_timesteps == at_step:
             self.requestStop(signal.SIGINT)
-        return original(self)
+        return on_step(self)
 
-    monkeypatch.setattr(TrainingCallbacks, "on_step", stopped)
+    return _runEndedBy(monkeypatch, stopped, log_dir, run_args)
+
+
+def _runEndedBy(monkeypatch: pytest.MonkeyPatch, step: Callable[..., bool], log_dir: str, run_args: list[str]) -> str:
+    """:return: the run folder of the train command run here with ``step(callbacks, on_step)`` in place of each
+    step of its callbacks (``on_step``: theirs), which ends it with exit 130"""
+    original = TrainingCallbacks.on_step
+    monkeypatch.setattr(TrainingCallbacks, "on_step", lambda self: step(self, original))
     assert train.main(["--no-vis", "--no-progress", "--log-dir", log_dir, *run_args]) == 130
     monkeypatch.setattr(TrainingCallbacks, "on_step", original)
     (run_dir,) = glob.glob(os.path.join(log_dir, "*", "*", "*", "*"))
