@@ -7,9 +7,10 @@ result must leave every entry as it is, bit for bit.
 
 Floating-point kernels differ between CPU instruction sets and between CPU vendors with the same instruction set (an
 AMD EPYC and an Intel Xeon, both AVX512, end with other parameters), so the file holds one reference per kind of
-machine, keyed by both (``torch.backends.cpu.get_cpu_capability()`` and /proc/cpuinfo's vendor_id: ``"machines":
-{"AVX512 GenuineIntel": {"cases": ...}, ...}``); on a kind it does not hold, tests/test_determinism.py runs each case
-twice and compares the two runs instead.
+machine, keyed by both (``torch.backends.cpu.get_cpu_capability()`` and /proc/cpuinfo's vendor_id, and whether the CPU
+has AVX-512 where torch's kernels are AVX2: :func:`cpuCapability`; ``"machines": {"AVX512 GenuineIntel": {"cases":
+...}, ...}``); on a kind it does not hold, tests/test_determinism.py runs each case twice and compares the two runs
+instead.
 
 Record this machine's reference (on a new kind of machine, or again on every kind when a change is meant to change
 results: say so in the commit) with ``SAME_SEED_RECORD=1 python -m pytest tests/test_determinism.py -k cpu``; the
@@ -36,14 +37,19 @@ RECORD_VARIABLE = "SAME_SEED_RECORD"
 
 def cpuCapability() -> str:
     """:return: the instruction set of torch's CPU kernels on this machine and the CPU's vendor (``AVX512
-    GenuineIntel``, ``AVX2 AuthenticAMD``, ...; ``unknown`` where /proc/cpuinfo does not say)"""
-    vendor = "unknown"
+    GenuineIntel``, ``AVX2 AuthenticAMD``, ...; ``unknown`` where /proc/cpuinfo does not say), followed by ``, AVX512
+    CPU`` where the CPU has AVX-512 and torch's own kernels use less: the matrix products (MKL, oneDNN) use it, so an
+    AMD EPYC with AVX-512 and one without, both AVX2 to torch, end with other parameters"""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            vendor = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("vendor_id")), vendor)
+            lines = handle.read().splitlines()
     except OSError:
-        pass
-    return f"{torch.backends.cpu.get_cpu_capability()} {vendor}"
+        lines = []
+    vendor = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("vendor_id")), "unknown")
+    flags = set(next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), []))
+    capability = torch.backends.cpu.get_cpu_capability()
+    wider = ", AVX512 CPU" if "avx512f" in flags and not capability.startswith("AVX512") else ""
+    return f"{capability} {vendor}{wider}"
 
 
 def _feed(digest: Any, value: Any) -> None:
