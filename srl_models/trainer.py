@@ -24,6 +24,7 @@ from tqdm import tqdm
 from srl_models.augment import AUGMENTATIONS, PAD, Augmentation, makeAugmentation
 from srl_models.losses import Batch, foregroundMask
 from srl_models.network import SRLNetwork
+from srl_toolbox.optimizers import multiTensorSteps
 
 # Frames the background (per-pixel median) of the reconstruction losses is taken from: enough for a moving robot to
 # leave every pixel most of the time.
@@ -401,6 +402,7 @@ def trainNetwork(network: SRLNetwork, data: TrainingData, train_rows: np.ndarray
     for loss in network.losses.values():
         loss.prepare(statistics)
     optimizer = torch.optim.Adam(network.trainableParameters(), lr=settings.learning_rate)
+    multiTensorSteps([optimizer])
     rng = np.random.default_rng(settings.seed)
     generator = torch.Generator(device=data.device).manual_seed(settings.seed)
     batches = len(_chunks(train_anchors, settings.batch_size, network.negatives))

@@ -44,6 +44,7 @@ from rl_baselines.envs.factory import findVecNormalize, runActionSpace
 from rl_baselines.envs.srl_encoder import EncodedInWorkers, SRLEncoderVecEnv, encodeImages
 from rl_baselines.rl_algorithm.image_features import SmallCNN
 from rl_baselines.rl_algorithm.torch_base import isImageSpace
+from srl_toolbox.optimizers import multiTensorSteps
 
 REWARD_KINDS = ("gail", "airl")
 # Observation modes an expert dataset can be brought to (learned SRL models too: encoded from its frames).
@@ -227,6 +228,7 @@ class Discriminator(nn.Module):
         self.device = torch.device(device)
         self.to(self.device)
         self.optimizer = torch.optim.Adam(self.parameters(), lr=learning_rate)
+        multiTensorSteps([self.optimizer])
         self.generator = torch.Generator().manual_seed(int(seed))
 
     def forward(self, observations: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:

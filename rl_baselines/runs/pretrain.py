@@ -29,6 +29,7 @@ import torch
 
 from environments.dataset import GROUND_TRUTH_FILE, Dataset
 from rl_baselines.envs.factory import findVecNormalize, runActionSpace
+from srl_toolbox.optimizers import multiTensorSteps
 
 # SB3 classes whose policy has a plain (non-recurrent) action distribution or actor to clone into.
 ON_POLICY_CLASSES = ("PPO", "A2C", "TRPO")
@@ -173,6 +174,7 @@ def pretrainPolicy(model: Any, observations: np.ndarray, actions: np.ndarray, ep
     n_val = max(1, round(val_fraction * len(observations)))
     val_idx, train_idx = order[:n_val], order[n_val:]
     optimizer = torch.optim.Adam(network.parameters(), lr=learning_rate)
+    multiTensorSteps([optimizer])
 
     def loss_and_prediction(obs: np.ndarray, target: np.ndarray) -> tuple[Any, Any]:
         obs_tensor, _ = policy.obs_to_tensor(obs)
