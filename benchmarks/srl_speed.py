@@ -16,7 +16,8 @@ renderer, side by side) and each number of parallel envs:
 - ``raw_pixels``: the same images go to SB3's CnnPolicy with ppo2's default ``--features-extractor`` (MediumCNN) and
   ``--precision`` (float32);
 - ``raw_pixels_bfloat16``: the same with ``--precision bfloat16`` (the CNN's layers under bfloat16 autocast, Adam's
-  step fused);
+  step fused); left out on a CPU without bfloat16 instructions, which would emulate it (``--precision auto`` is
+  float32 there; ``benchmarks.pixel_update_speed`` still times its update);
 - ``raw_pixels_nature``, ``raw_pixels_small``: the same with ``--features-extractor nature`` (SB3's NatureCNN),
   ``small`` (SmallCNN);
 - ``ground_truth``: no rendering, MlpPolicy on the robot position.
@@ -199,6 +200,18 @@ def warmSprites(steps: int = WARM_UP_STEPS) -> tuple[float, int]:
     return seconds, sum(len(numpy.load(path)["keys"]) for path in files)
 
 
+def measuredModes(num_cpu: int, pixel_device: str) -> list[str]:
+    """
+    :param num_cpu: the measurement's parallel envs
+    :param pixel_device: the device the raw-pixel runs train on
+    :return: the modes measured with that many envs: ``vae_other`` with several only, ``raw_pixels_bfloat16`` only
+        where bfloat16 is not emulated (a GPU, or a CPU with bfloat16 instructions)
+    """
+    emulated = torch.device(pixel_device).type == "cpu" and not nativeBFloat16()
+    return [mode for mode in MODES if not (mode == "vae_other" and num_cpu == 1)
+            and not (mode == "raw_pixels_bfloat16" and emulated)]
+
+
 def trainArgv(algo: str, mode: str, num_cpu: int, steps: int, log_dir: str, model_folder: str,
               renderer: str = REFERENCE_RENDERER, threads: int = 0) -> list[str]:
     """:return: the train command line of a measured run (the arguments of :func:`timeRun`, the algorithm's name)"""
@@ -270,6 +283,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # the VAE's training (not measured); each measured run sets its own (--torch-threads)
     encoder_device = train_checks.runDeviceFor(PPO2Model, "auto", "vae")  # the run's, where --device auto puts ppo2
+    pixel_device = train_checks.runDeviceFor(PPO2Model, "auto", "raw_pixels")  # (where the raw-pixel rows train)
     print(f"Machine: {machineDescription(('torch', 'stable_baselines3', 'pybullet'))}; encoder on {encoder_device}")
     load_start = loadNow()
     rows = []
@@ -284,8 +298,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         model_folder = trainVAE(scratch, args.episodes, args.epochs)
         print(f"VAE trained in {time.perf_counter() - start:.0f} s: {model_folder}", flush=True)
         timeRun("ground_truth", 1, 512, os.path.join(scratch, "warmup"), model_folder)  # imports, first calls
+        if "raw_pixels_bfloat16" not in measuredModes(2, pixel_device):
+            print("  raw_pixels_bfloat16: not measured, this CPU would emulate bfloat16 (--precision auto is float32 "
+                  "here)", flush=True)
         for num_cpu in args.num_cpu:
-            for mode in MODES if num_cpu > 1 else [mode for mode in MODES if mode != "vae_other"]:
+            for mode in measuredModes(num_cpu, pixel_device):
                 for renderer in args.renderers if mode in IMAGE_MODES else [REFERENCE_RENDERER]:
                     if mode == "vae_other" and resolveVecEnv("auto", num_cpu, ENV_ID, renderer, "vae") == "dummy":
                         continue  # the envs step in this process (--vec-env auto): there is no other placement
@@ -300,7 +317,6 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                               f"{row['encode_ms']:.2f} ms, rest {row['rest_ms']:.2f} ms per step)", flush=True)
     reference = {(row["mode"], row["num_cpu"], row["threads"]): row["rate"] for row in rows
                  if row["renderer"] == REFERENCE_RENDERER}
-    pixel_device = train_checks.runDeviceFor(PPO2Model, "auto", "raw_pixels")  # (where the raw-pixel rows trained)
     lines = ["| observation | renderer | envs | torch threads | PPO steps/s | vs tinyrenderer | env ms/step | "
              "encoder ms/step | policy + updates ms/step |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
@@ -330,7 +346,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             f"ppo2 default hyperparameters, torch threads as the table says (--torch-threads "
             f"{' '.join(map(str, args.torch_threads))}; 0 is train's default, auto, at which the goals are judged), "
             f"{args.steps} steps per measurement after a warm-up; "
-            f"encoder on {encoder_device}; {bfloat16Text()}; {vaeText(args.episodes, args.epochs)}. Sprites: the "
+            f"encoder on {encoder_device}; {bfloat16Text()}"
+            + ("" if "raw_pixels_bfloat16" in measuredModes(2, pixel_device) else ", so its row is not measured")
+            + f"; {vaeText(args.episodes, args.epochs)}. Sprites: the "
             "disk cache of "
             f"the robot's sprites filled first from empty by {WARM_UP_STEPS:,} random steps"
             + ("" if warm_up is None else f" ({warm_up[1]:,} sprites in {warm_up[0]:.0f} s, what a machine's first "
