@@ -284,6 +284,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     torch.set_num_threads(1)  # the VAE's training (not measured); each measured run sets its own (--torch-threads)
     encoder_device = train_checks.runDeviceFor(PPO2Model, "auto", "vae")  # the run's, where --device auto puts ppo2
     pixel_device = train_checks.runDeviceFor(PPO2Model, "auto", "raw_pixels")  # (where the raw-pixel rows train)
+    bfloat16_measured = "raw_pixels_bfloat16" in measuredModes(2, pixel_device)
     print(f"Machine: {machineDescription(('torch', 'stable_baselines3', 'pybullet'))}; encoder on {encoder_device}")
     load_start = loadNow()
     rows = []
@@ -298,7 +299,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         model_folder = trainVAE(scratch, args.episodes, args.epochs)
         print(f"VAE trained in {time.perf_counter() - start:.0f} s: {model_folder}", flush=True)
         timeRun("ground_truth", 1, 512, os.path.join(scratch, "warmup"), model_folder)  # imports, first calls
-        if "raw_pixels_bfloat16" not in measuredModes(2, pixel_device):
+        if not bfloat16_measured:
             print("  raw_pixels_bfloat16: not measured, this CPU would emulate bfloat16 (--precision auto is float32 "
                   "here)", flush=True)
         for num_cpu in args.num_cpu:
@@ -347,7 +348,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             f"{' '.join(map(str, args.torch_threads))}; 0 is train's default, auto, at which the goals are judged), "
             f"{args.steps} steps per measurement after a warm-up; "
             f"encoder on {encoder_device}; {bfloat16Text()}"
-            + ("" if "raw_pixels_bfloat16" in measuredModes(2, pixel_device) else ", so its row is not measured")
+            + ("" if bfloat16_measured else ", so its row is not measured")
             + f"; {vaeText(args.episodes, args.epochs)}. Sprites: the "
             "disk cache of "
             f"the robot's sprites filled first from empty by {WARM_UP_STEPS:,} random steps"
