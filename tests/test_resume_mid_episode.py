@@ -31,6 +31,7 @@ from rl_baselines.core.checkpointing import listCheckpoints, readManifest
 from rl_baselines.envs.wrappers import EpisodeStartRNG, openMonitor
 from rl_baselines.runs import checkpoint_callbacks, train
 from rl_baselines.runs.callbacks import TrainingCallbacks
+from rl_baselines.runs.training_callbacks import EvaluationCallback
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--seed", "3"]
 
@@ -250,3 +251,40 @@ def test_a_stop_before_the_first_step_checkpoints_at_the_first_clean_point_after
     assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
     assert _monitorRows(run_dir) == _monitorRows(reference) and _progressRows(run_dir) == _progressRows(reference)
     assert _sameWeights(run_dir, reference, "ppo2")
+
+
+def test_a_stop_during_an_evaluation_still_waits_for_the_end_of_the_update(tmp_path, monkeypatch) -> None:
+    """A stop that comes while an evaluation plays its episodes (from pixels on the arm, longer than STOP_WAIT_S): the
+    wait for the clean point counts from the step after the evaluation, so the checkpoint is still at the end of the
+    update in progress and the resumed run is the uninterrupted one, its evaluations included."""
+    args = [*GT, *STOPPED["ppo2"][0], "--checkpoint-freq", "5000", "--eval-freq", "500", "--eval-episodes", "1"]
+    reference = trainHere("--log-dir", tmp_path / "reference", *args)
+    offset = [0.0]  # seconds the clock jumped: the evaluation took a minute
+    monotonic = checkpoint_callbacks.time.monotonic
+    monkeypatch.setattr(checkpoint_callbacks.time, "monotonic", lambda: monotonic() + offset[0])
+    evaluate, on_step, running = EvaluationCallback.evaluate, TrainingCallbacks.on_step, []
+
+    def step(self) -> bool:
+        running[:] = [self]  # the run's list, whose stop the evaluation asks for
+        return on_step(self)
+
+    def slowEvaluation(self, num_timesteps: int) -> None:
+        running[0].requestStop(signal.SIGINT)
+        evaluate(self, num_timesteps)
+        offset[0] += 60.0
+
+    monkeypatch.setattr(TrainingCallbacks, "on_step", step)
+    monkeypatch.setattr(EvaluationCallback, "evaluate", slowEvaluation)
+    log_dir = str(tmp_path / "stopped")
+    assert train.main(["--no-vis", "--no-progress", "--log-dir", log_dir, *args]) == 130
+    monkeypatch.setattr(EvaluationCallback, "evaluate", evaluate)
+    monkeypatch.setattr(TrainingCallbacks, "on_step", on_step)
+    (run_dir,) = glob.glob(os.path.join(log_dir, "*", "*", "*", "*"))
+    (steps, checkpoint), = listCheckpoints(run_dir)
+    # (the evaluation at 500, in the rollout of steps 256-512: the wait counted from the signal, it was at 500)
+    assert steps == 512 and readManifest(checkpoint)["stopped_by"] == "SIGINT"
+    assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
+    assert _monitorRows(run_dir) == _monitorRows(reference) and _progressRows(run_dir) == _progressRows(reference)
+    assert _sameWeights(run_dir, reference, "ppo2")
+    evaluations = [np.load(os.path.join(folder, "evaluations.npz")) for folder in (run_dir, reference)]
+    assert all(np.array_equal(evaluations[0][key], evaluations[1][key]) for key in ("timesteps", "results"))

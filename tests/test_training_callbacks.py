@@ -472,11 +472,15 @@ def test_a_stop_signal_refreshes_checkpoints_and_stops(tmp_path):
 def test_a_stop_waits_for_the_next_clean_point_at_most_its_wait(tmp_path, monkeypatch):
     """An algorithm with clean points: after the signal the steps go on until the next clean point, which writes the
     stop's checkpoint, and the step after it stops training; where the wait passes first, the next step writes it
-    and stops (mid-rollout, as for an algorithm without clean points)."""
+    and stops (mid-rollout, as for an algorithm without clean points). The wait counts from the first step after the
+    signal: what was in progress when it came (here a minute, as an evaluation's episodes from pixels) is not
+    counted."""
     clock = [100.0]
     monkeypatch.setattr(checkpoint_callbacks.time, "monotonic", lambda: clock[0])
-    for case, (waited, clean_point, answers, written) in {
-            "in time": (9.0, 40, [True, False], 40), "too late": (11.0, None, [False], 30)}.items():
+    for case, (before_step, after_step, clean_point, answers, written) in {
+            "in time": (0.0, 9.0, 50, [True, True, False], 50),
+            "in time after a minute's evaluation": (60.0, 9.0, 50, [True, True, False], 50),
+            "too late": (0.0, 11.0, None, [True, False], 40)}.items():
         run_dir = str(tmp_path / case)
         algo = CleanPointAlgo()
         checkpoints = CheckpointCallback(ModelSaver(algo, "fake", run_dir, runDescription(run_dir, type(
@@ -485,9 +489,12 @@ def test_a_stop_waits_for_the_next_clean_point_at_most_its_wait(tmp_path, monkey
         learner = Learner()
         assert _drive(callbacks, learner, range(10, 30, 10)) == [True, True]
         callbacks.requestStop(signal.SIGTERM)
-        clock[0] += waited
+        clock[0] += before_step
         algo.num_timesteps = 30
         first = _drive(callbacks, learner, range(30, 31))
+        clock[0] += after_step
+        algo.num_timesteps = 40
+        first += _drive(callbacks, learner, range(40, 41))
         if clean_point is not None:
             algo.num_timesteps = clean_point
             notifyCleanPoint(callbacks, clean_point)

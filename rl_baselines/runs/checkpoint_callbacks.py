@@ -19,8 +19,9 @@ from typing import Any
 from rl_baselines.core.checkpointing import Checkpoint, CheckpointError
 from rl_baselines.runs.training_callbacks import ModelSaver, RefreshCallback, TrainingService
 
-# A stop (Ctrl-C, SIGTERM) waits at most this many seconds for the algorithm's next clean point, where its checkpoint
-# is exact (StopSignalCallback); the pipeline gives a run it stops rl_baselines.sweeps.run_attempts.STOP_GRACE_S.
+# A stop (Ctrl-C, SIGTERM) waits at most this many seconds of training for the algorithm's next clean point, where its
+# checkpoint is exact (StopSignalCallback), counted from the first env step after the signal (an evaluation or a save
+# in progress at the signal ends first); the pipeline gives a run it stops rl_baselines.sweeps.run_attempts.STOP_GRACE_S.
 STOP_WAIT_S = 10.0
 
 
@@ -132,9 +133,11 @@ class StopSignalCallback(TrainingService):
       step of this process (the end of the update in progress: SB3's next rollout start, or ``notifyCleanPoint``) and
       writes the checkpoint there, as a periodic one: a run resumed from it is the run never stopped. Training stops
       at the step after.
-    - Where no clean point comes within ``wait_s`` seconds of the signal (a long rollout or generation), and for the
-      other algorithms, the next step refreshes the progress and the log, writes the checkpoint and stops: the
-      resumed run is a valid continuation, its rollout started at the stop.
+    - Where no clean point comes within ``wait_s`` seconds (a long rollout or generation), and for the other
+      algorithms, the next step refreshes the progress and the log, writes the checkpoint and stops: the resumed run
+      is a valid continuation, its rollout started at the stop. The seconds count from the first step after the
+      signal, so what was in progress when it came (an evaluation's episodes, a checkpoint's save, an env step) ends
+      first and does not use up the wait.
 
     :param refresh: refreshed before a checkpoint written between clean points, or None
     :param checkpoints: writes the checkpoint
@@ -148,7 +151,7 @@ class StopSignalCallback(TrainingService):
         self.checkpoints = checkpoints
         self.wait_s = STOP_WAIT_S if wait_s is None else float(wait_s)
         self.stop_signal: int | None = None
-        self.requested_at = 0.0
+        self.waiting_since: float | None = None  # the first step after the signal (time.monotonic)
         self.saved = False
         self._status: contextlib.ExitStack | None = None  # the progress bar saying that the run is stopping
 
@@ -158,8 +161,6 @@ class StopSignalCallback(TrainingService):
 
         :param signum: the signal received
         """
-        if self.stop_signal is None:
-            self.requested_at = time.monotonic()
         self.stop_signal = signum
 
     def _save(self) -> None:
@@ -177,7 +178,9 @@ class StopSignalCallback(TrainingService):
             return True
         if self.saved:
             return False
-        if self.checkpoints.clean_points and time.monotonic() - self.requested_at < self.wait_s:
+        if self.waiting_since is None:
+            self.waiting_since = time.monotonic()
+        if self.checkpoints.clean_points and time.monotonic() - self.waiting_since < self.wait_s:
             if self._status is None:
                 self._status = contextlib.ExitStack()
                 self._status.enter_context(self.busy("stopping at the end of this update"))
