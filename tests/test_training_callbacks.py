@@ -16,7 +16,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from rl_baselines.core.base import BaseRLObject, notifyCleanPoint
 from rl_baselines.core.checkpointing import Checkpoint, listCheckpoints, runDescription
-from rl_baselines.rl_algorithm.sb3_base import sb3Callback
+from rl_baselines.rl_algorithm.sb3_callbacks import sb3Callback
 from rl_baselines.runs import checkpoint_callbacks, training_callbacks
 from rl_baselines.runs.callbacks import TrainingCallbacks, standardCallbacks
 from rl_baselines.runs.checkpoint_callbacks import CheckpointCallback, StopSignalCallback

@@ -48,15 +48,15 @@ from rl_baselines.rl_algorithm.gail_discriminator import (
 )
 from rl_baselines.rl_algorithm.image_features import addFeaturesExtractorFlags
 from rl_baselines.rl_algorithm.kept_settings import refuseOtherThanSaved
-from rl_baselines.rl_algorithm.model_data import hyperparamsInData, readModelData
-from rl_baselines.rl_algorithm.ppo2 import PPO2Model
-from rl_baselines.rl_algorithm.sb3_base import (
-    StableBaselinesRLObject,
+from rl_baselines.rl_algorithm.learner_flags import (
     addLearnerHyperparamFlags,
     addLrScheduleFlag,
     learnerHyperparamTable,
     parseOwnOrLearnerHyperparams,
 )
+from rl_baselines.rl_algorithm.model_data import hyperparamsInData, readModelData
+from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 from rl_baselines.rl_algorithm.trpo import TRPOModel
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
 from srl_toolbox.cli import UsageError

@@ -34,15 +34,15 @@ from rl_baselines.core.hyperparams import CLIP_NORM, Hyperparam, Interval, given
 from rl_baselines.core.plugin_v1 import asRunSettings
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.rl_algorithm.ddpg import DDPGModel
-from rl_baselines.rl_algorithm.model_data import readModelData
-from rl_baselines.rl_algorithm.off_policy import OffPolicyRLObject, replayHyperparams, replaySearchSpace
-from rl_baselines.rl_algorithm.sac import SACModel
-from rl_baselines.rl_algorithm.sb3_base import (
+from rl_baselines.rl_algorithm.learner_flags import (
     addLearnerHyperparamFlags,
     addLrScheduleFlag,
     learnerHyperparamTable,
     parseOwnOrLearnerHyperparams,
 )
+from rl_baselines.rl_algorithm.model_data import readModelData
+from rl_baselines.rl_algorithm.off_policy import OffPolicyRLObject, replayHyperparams, replaySearchSpace
+from rl_baselines.rl_algorithm.sac import SACModel
 from rl_baselines.rl_algorithm.td3 import TD3Model
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import runDevice

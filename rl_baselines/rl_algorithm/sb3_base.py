@@ -13,8 +13,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import functools
-import inspect
 import json
 import operator
 import os
@@ -36,13 +34,10 @@ from rl_baselines.core.base import (
     SB3_STATE_FILE,
     BaseRLObject,
     TrainCallback,
-    notifyCleanPoint,
-    strToBool,
 )
 from rl_baselines.core.buffer_memory import ROLLOUT, BufferKind
 from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import givenFlags, normalisationRefusal, plainValues
-from rl_baselines.core.hyperparams import parserHyperParam as parseHyperparams
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.core.training_state import (
     episodesContinued,
@@ -71,11 +66,19 @@ from rl_baselines.rl_algorithm.image_features import (
     precisionOf,
     resolvedPrecision,
 )
+from rl_baselines.rl_algorithm.learner_flags import addLrScheduleFlag
 from rl_baselines.rl_algorithm.model_data import (
     LinearSchedule,
     hyperparamsInData,
     linearSchedule,
     readModelData,
+)
+from rl_baselines.rl_algorithm.sb3_callbacks import (
+    PendingEpisodes,
+    RolloutLogs,
+    learnDefault,
+    restartSB3Rollout,
+    sb3Callback,
 )
 from rl_baselines.runs.pretrain import pretrainFromArgs
 from rl_baselines.runs.run_logging import sharedProgressLogger
@@ -504,193 +507,3 @@ class StableBaselinesRLObject(BaseRLObject):
                                  reset_num_timesteps=not settings.continue_from, **options)
         finally:
             self.model.env = model_env
-
-
-def learnDefault(model_class: type, name: str) -> Any:
-    """
-    :param model_class: an SB3 algorithm's class
-    :param name: a parameter of its ``learn``
-    :return: the parameter's default, read from the nearest ``learn`` in the class's MRO that declares it (a
-        ``learn`` replaced by a ``(*args, **kwargs)`` wrapper, as a profiler's patch may be, is looked through)
-    """
-    for owner in model_class.__mro__:
-        learn = owner.__dict__.get("learn")
-        if learn is not None:
-            parameter = inspect.signature(learn).parameters.get(name)
-            if parameter is not None:
-                return parameter.default
-    raise TypeError(f"{model_class.__name__}.learn has no parameter {name!r}")
-
-
-class PendingEpisodes(BaseCallback):
-    """
-    Holds, while the callbacks of a step run, the step's ``infos`` and ``dones`` in the learner's
-    :attr:`StableBaselinesRLObject.pending_infos`: SB3 adds the episodes that ended at the step to its episode buffers
-    only after the step's callbacks, so that a model a callback saves (a checkpoint) would otherwise leave them out, and
-    a run resumed from it would miss them in every later rollout/ep_* mean. Cleared at each rollout's start and end,
-    by which time SB3 has added them.
-
-    :param learner: the algorithm being trained
-    """
-
-    def __init__(self, learner: StableBaselinesRLObject) -> None:
-        super().__init__()
-        self.learner = learner
-
-    def _on_step(self) -> bool:
-        self.learner.pending_infos = (self.locals.get("infos"), self.locals.get("dones"))
-        return True
-
-    def _on_rollout_start(self) -> None:
-        self.learner.pending_infos = None
-
-    def _on_rollout_end(self) -> None:
-        self.learner.pending_infos = None
-
-    def _on_training_end(self) -> None:
-        self.learner.pending_infos = None
-
-
-class RolloutLogs(BaseCallback):
-    """
-    An on-policy learner's progress.csv row (SB3's ``dump_logs``) after every ``log_interval`` rollouts of the run,
-    its ``time/iterations`` the rollouts so far, at the end of each rollout: what SB3's ``learn`` does right after it,
-    except that SB3 counts the rollouts of its own call, from 1 again in a resumed run. The count is the learner's
-    (:attr:`StableBaselinesRLObject.rollouts`), which its checkpoints keep.
-
-    :param learner: the algorithm being trained
-    :param log_interval: rollouts between two rows (SB3's default for the learner: 100 for A2C, 1 for the others)
-    """
-
-    def __init__(self, learner: StableBaselinesRLObject, log_interval: int | None) -> None:
-        super().__init__()
-        self.learner = learner
-        self.log_interval = log_interval
-
-    def _on_step(self) -> bool:
-        return True
-
-    def _on_rollout_end(self) -> None:
-        self.learner.rollouts += 1
-        if self.log_interval and self.learner.rollouts % self.log_interval == 0:
-            dump = getattr(self.model, "dump_logs", None) or self.model._dump_logs  # (renamed in SB3 2.4)
-            dump(self.learner.rollouts)
-
-
-def sb3Callback(callback: Any) -> BaseCallback:
-    """
-    :param callback: the callback ``train`` received: an SB3 ``BaseCallback`` (the train command's
-        TrainingCallbacks) or an old-style ``callback(_locals, _globals) -> bool``
-    :return: what SB3's ``learn`` takes: an SB3 callback as it is; an old-style one wrapped in an SB3 callback that
-        calls it after every step and tells it about every rollout start (after the previous update, where a
-        checkpoint is exactly what training goes on from: notifyCleanPoint), the reverse of TrainingCallbacks
-    """
-    if isinstance(callback, BaseCallback):
-        return callback
-
-    class _OldStyleCallback(BaseCallback):
-        def _on_step(self) -> bool:
-            return callback(self.locals, self.globals)
-
-        def _on_rollout_start(self) -> None:
-            notifyCleanPoint(callback, self.model.num_timesteps)
-
-    return _OldStyleCallback()
-
-
-def restartSB3Rollout(model: Any) -> None:
-    """
-    Make an SB3 model's next ``learn`` start its rollout from a reset of its env, as a resumed run must (the episodes
-    in progress at the checkpoint start again and are played again to where they were:
-    rl_baselines.core.training_state.restartEpisodes).
-
-    With ppo_lstm's LSTM states (PPOLSTMModel.loadTrainingState), the only place where the toolbox writes SB3's
-    private attributes: ``_last_obs`` (the observation the next step acts on), ``_last_episode_starts`` (all True,
-    as SB3 sets them: the policy's input of a recurrent one, which ppo_lstm sets back) and, with a VecNormalize,
-    ``_last_original_obs`` (the unnormalised observation off-policy algorithms store in their replay buffer): the
-    values SB3's own ``_setup_learn`` sets when it resets, set here so that the reset happens while the checkpoint
-    is restored (before the global random generators are, and while the normalisation statistics are frozen for it)
-    rather than inside ``learn``.
-
-    :param model: an SB3 model with its env
-    """
-    model._last_obs = model.env.reset()
-    model._last_episode_starts = np.ones((model.env.num_envs,), dtype=bool)
-    vec_normalize = model.get_vec_normalize_env()
-    if vec_normalize is not None:
-        model._last_original_obs = vec_normalize.get_original_obs()
-
-
-def addLrScheduleFlag(group: Any, default: str) -> None:
-    """
-    ``--lr-schedule`` of the SB3-backed algorithms (and of the learner of one that wraps several).
-
-    :param group: the parser or argument group that takes it
-    :param default: the algorithm's ``DEFAULT_LR_SCHEDULE``
-    """
-    group.add_argument("--lr-schedule", choices=["constant", "linear"], default=default,
-                       help=f"learning-rate schedule [{default}]")
-
-
-def addLearnerHyperparamFlags(parser: argparse.ArgumentParser, learners: dict[str, type[StableBaselinesRLObject]],
-                              title: str, description: str | None = None) -> Any:
-    """
-    One flag per hyperparameter of the learners an algorithm wraps (her, gail), to ``hp_<name>`` with default None
-    (the chosen learner's default applies). Each is typed and checked by the first learner that has it, as
-    :func:`parseOwnOrLearnerHyperparams` does; its help lists the default of each learner that has it, or the one value
-    when every learner has it with the same default.
-
-    :param parser: the train command's parser
-    :param learners: the learners, by the name the algorithm's learner flag takes
-    :param title: the argument group's title
-    :param description: the group's description (None: none)
-    :return: the argument group, for the algorithm's further learner flags
-    """
-    group = parser.add_argument_group(title, description)
-    for name, owners in learnerHyperparamTable(learners).items():
-        default = owners[0][1]
-        kind = strToBool if isinstance(default, bool) else functools.partial(learners[owners[0][0]]._flagValue, name)
-        defaults = ", ".join(f"{learner}: {value}" for learner, value in owners)
-        if len(owners) == len(learners) and len({str(value) for _, value in owners}) == 1:
-            defaults = str(default)  # the same for every learner
-        group.add_argument(f"--{name.replace('_', '-')}", dest=f"hp_{name}", type=kind, default=None,
-                           metavar=type(default).__name__.upper(), help=f"[{defaults}]")
-    return group
-
-
-def learnerHyperparamTable(learners: dict[str, type[StableBaselinesRLObject]]) -> dict[str, list[tuple[str, Any]]]:
-    """
-    :param learners: the learners an algorithm wraps (her, gail), by the name its flag takes
-    :return: every learner hyperparameter, with the (learner name, default) of each learner that has it
-    """
-    table: dict[str, list[tuple[str, Any]]] = {}
-    for learner_name, learner in learners.items():
-        for name, default in learner.DEFAULT_HYPERPARAMS.items():
-            table.setdefault(name, []).append((learner_name, default))
-    return table
-
-
-def parseOwnOrLearnerHyperparams(algo: type[StableBaselinesRLObject], own: Any, hyperparams: dict[str, str],
-                                 learners: dict[str, type[StableBaselinesRLObject]]) -> dict[str, Any]:
-    """
-    Cast ``--hyperparam`` values of an algorithm that wraps learners: its own with its spec, the learners' with
-    their class.
-
-    :param algo: the wrapping class (its spec casts its own names)
-    :param own: its own hyperparameter names
-    :param hyperparams: name -> raw value
-    :param learners: the learners, by name
-    :return: name -> cast value
-    :raises ValueError: a name neither it nor a learner has (one line, with the valid names)
-    """
-    table = learnerHyperparamTable(learners)
-    parsed: dict[str, Any] = {}
-    for name, raw in hyperparams.items():
-        if name in own:
-            parsed.update(parseHyperparams(algo, {name: raw}))
-        elif name in table:
-            parsed.update(learners[table[name][0][0]].parserHyperParam({name: raw}))
-        else:
-            valid = ", ".join(sorted({*own, *table}))
-            raise ValueError(f"unknown hyperparameter {name!r} for {algo.NAME}; valid names: {valid}")
-    return parsed
