@@ -143,6 +143,24 @@ def test_the_flag_reaches_the_policy_args_json_and_a_continued_model(tmp_path) -
     assert model.policy.features_extractor.precision == "float32" and not model.policy.optimizer.defaults["fused"]
 
 
+@pytest.mark.parametrize("native", [True, False])
+def test_bfloat16_emulated_on_the_cpu_is_one_warning(monkeypatch, tmp_path, native: bool) -> None:
+    """A CPU without bfloat16 instructions emulates them (about ten times slower than float32): a run whose pixel
+    policy computes in bfloat16 there, new or continued, says so once; float32, a GPU and a native CPU say nothing."""
+    monkeypatch.setattr(image_features, "nativeBFloat16", lambda: native)
+    assert image_features.emulationWarning("float32", "cpu") is None
+    assert image_features.emulationWarning(None, "cpu") is None and image_features.emulationWarning("bfloat16",
+                                                                                                      "cuda") is None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = trainHere("--algo", "ppo2", *PIXELS, *SHORT, "--precision", "bfloat16", "--log-dir", tmp_path / "a")
+        trainHere("--algo", "ppo2", *PIXELS, *SHORT, "--load-rl-model-path", os.path.join(run, "ppo2_model.zip"),
+                  "--log-dir", tmp_path / "b")
+        trainHere("--algo", "ppo2", *PIXELS, *SHORT, "--log-dir", tmp_path / "c")
+    slow = [str(w.message) for w in caught if "emulates" in str(w.message)]
+    assert slow == ([] if native else [image_features.emulationWarning("bfloat16", "cpu")] * 2)
+
+
 def test_a_state_is_warned_once_that_the_flag_does_nothing(tmp_path) -> None:
     argv = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--precision",
             "bfloat16", "--log-dir", str(tmp_path)]

@@ -73,6 +73,19 @@ def computedIn(precision: str, device: torch.device) -> torch.autocast:
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
 
 
+def emulationWarning(precision: str | None, device: str | torch.device) -> str | None:
+    """
+    :param precision: what a pixel policy's CNN computes in (:func:`precisionOf`; None: no such CNN)
+    :param device: the device it computes on
+    :return: the warning for bfloat16 on a CPU that would emulate it (:func:`nativeBFloat16`), None otherwise
+    """
+    if precision != "bfloat16" or torch.device(device).type != "cpu" or nativeBFloat16():
+        return None
+    return ("the pixel policy's CNN computes in bfloat16 (--precision) and this CPU has no bfloat16 instructions "
+            "(AVX-512 BF16 or AMX): torch emulates them, and training is about ten times slower than in float32 "
+            "(--precision auto takes float32 on such a CPU)")
+
+
 def nativeBFloat16() -> bool:
     """:return: whether this machine's CPU computes bfloat16 matrix products in hardware (oneDNN's check: AVX-512
     BF16 or AMX), where ``--precision bfloat16`` is faster than float32"""

@@ -61,6 +61,7 @@ from rl_baselines.rl_algorithm.image_features import (
     DEFAULT_FEATURES_EXTRACTOR,
     DEFAULT_PRECISION,
     addFeaturesExtractorFlags,
+    emulationWarning,
     extractorName,
     pixelPolicyKeywords,
     precisionOf,
@@ -417,8 +418,9 @@ class StableBaselinesRLObject(BaseRLObject):
         """
         The start of ``train``, up to the first env step: the model (new, seeded with ``settings.seed``; continued
         from ``settings.continue_from`` with the hyperparameters given now over the saved ones; or as checkpointed
-        when resuming), behaviour cloning (``--pretrain-dataset``), :meth:`prepareUpdates`, the logger, then the
-        resumed state (:meth:`restoreTrainingState`).
+        when resuming; one warning where its CNN would compute in bfloat16 emulated: :func:`emulationWarning`),
+        behaviour cloning (``--pretrain-dataset``), :meth:`prepareUpdates`, the logger, then the resumed state
+        (:meth:`restoreTrainingState`).
 
         :param env: the training VecEnv
         :param hyperparams: the run's hyperparameters, resolved
@@ -454,6 +456,9 @@ class StableBaselinesRLObject(BaseRLObject):
                 kwargs["policy_kwargs"] = pixelPolicyKeywords(extractor, self.SB3_CLASS.policy_aliases[policy],
                                                               precision, kwargs.get("policy_kwargs", {}))
             self.model = self.SB3_CLASS(policy, self.env, seed=settings.seed, device=device, verbose=0, **kwargs)
+        slow = emulationWarning(precisionOf(self.model), self.model.device)
+        if slow is not None:
+            warnings.warn(slow, stacklevel=2)
         if settings.pretrain_dataset:
             pretrainFromArgs(self.model, self.env, settings)  # behaviour cloning, before RL starts
         self.prepareUpdates(settings)
