@@ -97,7 +97,6 @@ from environments.srl_env import FRESH_WORLD
 from srl_toolbox.cli import (
     WINDOW_HINT,
     CLIParser,
-    HeldWarnings,
     UsageError,
     checkImageShape,
     checkNameLength,
@@ -110,6 +109,7 @@ from srl_toolbox.plugins import SkippedPluginWarning, loadNamed
 from srl_toolbox.progress import EpisodeBar, stepLimit
 from srl_toolbox.settings import addSettingFlags, checkedSettings, settingsFromNamespace
 from srl_toolbox.signals import ctrlCDeferred
+from srl_toolbox.terminal import HeldWarnings
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock

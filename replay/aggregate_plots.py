@@ -51,9 +51,10 @@ from replay.results import (
     saveCurves,
     warnMixedMethods,
 )
-from srl_toolbox.cli import CLIParser, HeldWarnings, checkOutputFiles, nonEmptyText, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, checkOutputFiles, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.files import atomicPath
 from srl_toolbox.plots import STEPS_AXIS_LABEL
+from srl_toolbox.terminal import HeldWarnings
 
 DEFAULT_NUM_POINTS = 200  # points of a --timesteps curve
 

@@ -24,8 +24,9 @@ import numpy as np
 from replay import gather_results
 from replay.results import Run, episodeCurve, findRuns, plural
 from rl_baselines.core.run_folder import RunFolder
-from srl_toolbox.cli import HeldWarnings, UsageError
+from srl_toolbox.cli import UsageError
 from srl_toolbox.settings import integerKeyword, keywordArguments, plainValue
+from srl_toolbox.terminal import HeldWarnings
 from srl_toolbox.text import Shown, shortRepr, withArticle
 
 __all__ = ["ResultsTable", "RunCurve", "UsageError", "gatherResults", "runCurve"]

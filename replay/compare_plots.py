@@ -17,7 +17,8 @@ from typing import Any
 
 from replay.aggregate_plots import plotCurves
 from replay.results import TRAINING_Y_LABEL, curvesYLabel, loadCurves, plural
-from srl_toolbox.cli import CLIParser, HeldWarnings, UsageError, checkOutputFile, nonEmptyText, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, UsageError, checkOutputFile, nonEmptyText, positiveInt, runCommand
+from srl_toolbox.terminal import HeldWarnings
 
 
 def buildParser() -> CLIParser:

@@ -50,7 +50,6 @@ from srl_toolbox.cli import (
     INTERRUPTED_EXIT_CODE,
     MAX_ENVS,
     CLIParser,
-    HeldWarnings,
     UsageError,
     addProgressArgument,
     addSeedArgument,
@@ -67,6 +66,7 @@ from srl_toolbox.cli import (
 from srl_toolbox.devices import parseDevice, reuseDevice
 from srl_toolbox.files import atomicPath, readJson
 from srl_toolbox.signals import ctrlCTaken
+from srl_toolbox.terminal import HeldWarnings
 
 VIDEO_FORMATS = (".gif", ".mp4")
 # rl_zoo3's enjoy.py flags that this command does not take, and what to give instead (their refusal says it)

@@ -61,7 +61,6 @@ from replay.results import (
 )
 from srl_toolbox.cli import (
     CLIParser,
-    HeldWarnings,
     UsageError,
     checkOutputFiles,
     checkWritableFolder,
@@ -71,6 +70,7 @@ from srl_toolbox.cli import (
     runCommand,
 )
 from srl_toolbox.files import atomicPath
+from srl_toolbox.terminal import HeldWarnings
 
 FINAL = "final"
 GROUND_TRUTH = "ground_truth"

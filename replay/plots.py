@@ -46,7 +46,6 @@ from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, MonitorFileError, lo
 from srl_toolbox.cli import (
     DEFAULT_VISDOM_PORT,
     CLIParser,
-    HeldWarnings,
     UsageError,
     addOptInVisdomFlags,
     addVisdomArguments,
@@ -66,6 +65,7 @@ from srl_toolbox.plots import (
     smoothedLabel,
     visdomClientClass,
 )
+from srl_toolbox.terminal import HeldWarnings
 
 PNG_NAME = "learning_curves.png"
 # An --output-dir that ends so (and is no folder yet) is a file name given for the folder the PNGs go in

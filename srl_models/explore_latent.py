@@ -27,7 +27,6 @@ from srl_models.registry import loadSRLModel, registeredSRL
 from srl_toolbox.cli import (
     DEFAULT_VISDOM_PORT,
     CLIParser,
-    HeldWarnings,
     UsageError,
     addOptInVisdomFlags,
     addProgressArgument,
@@ -41,6 +40,7 @@ from srl_toolbox.cli import (
     runCommand,
 )
 from srl_toolbox.plots import describe, quietVisdom, visdomClientClass
+from srl_toolbox.terminal import HeldWarnings
 
 PERCENTILES = (5.0, 95.0)  # the sweep stays inside the states the encoder actually produces
 MAX_GRID = 30

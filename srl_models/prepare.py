@@ -64,7 +64,6 @@ from srl_toolbox.cli import (
     IMAGE_SIDES,
     WINDOW_HINT,
     CLIParser,
-    HeldWarnings,
     UsageError,
     addProgressArgument,
     addSeedArgument,
@@ -78,6 +77,7 @@ from srl_toolbox.cli import (
 from srl_toolbox.devices import checkedDevice
 from srl_toolbox.errors import UsageWarning
 from srl_toolbox.plugins import SkippedPluginWarning
+from srl_toolbox.terminal import HeldWarnings
 
 
 @dataclasses.dataclass(frozen=True)

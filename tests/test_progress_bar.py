@@ -21,7 +21,7 @@ from rl_baselines.rl_algorithm.ppo1 import PPO1Model
 from rl_baselines.runs.callbacks import TrainingCallbacks, standardCallbacks
 from rl_baselines.runs.progress_bar import ProgressCallback
 from rl_baselines.runs.training_callbacks import EpisodeFeed, RefreshCallback
-from srl_toolbox import cli
+from srl_toolbox import terminal
 
 
 class Clock:
@@ -224,7 +224,7 @@ def test_the_bar_is_first_drawn_with_its_final_total(tmp_path, capsys):
 
 
 def test_a_warning_during_a_bar_gets_a_line_of_its_own():
-    """The commands show warnings above the progress bars (srl_toolbox.cli.showAboveBars), not glued to the end of a
+    """The commands show warnings above the progress bars (srl_toolbox.terminal.showAboveBars), not glued to the end of a
     bar's line as Python's default shows them on the same stream."""
     stream = io.StringIO()
     bar = tqdm(total=10, file=stream, ascii=True, mininterval=0)
@@ -233,8 +233,8 @@ def test_a_warning_during_a_bar_gets_a_line_of_its_own():
     def write(message, category, filename, lineno, file=None, line=None) -> None:  # (Python's, outside pytest)
         file.write(warnings.formatwarning(message, category, filename, lineno, line))
 
-    show = cli.showAboveBars(write)
-    assert cli.showAboveBars(show) is show  # (a command run again in one process wraps it once)
+    show = terminal.showAboveBars(write)
+    assert terminal.showAboveBars(show) is show  # (a command run again in one process wraps it once)
     show(UserWarning("careful"), UserWarning, "x.py", 1, file=stream)
     bar.update(1)
     bar.close()
@@ -243,5 +243,5 @@ def test_a_warning_during_a_bar_gets_a_line_of_its_own():
     assert at > 0 and text[at - 1] in "\r\n", repr(text)  # at the start of a line, the bar cleared first
     assert "4/10" in text[at:]  # and the bar drawn again below it
     with pytest.warns(UserWarning, match="recorded"):  # recorded where warnings are recorded (pytest.warns)
-        warnings.showwarning = cli.showAboveBars(warnings.showwarning)
+        warnings.showwarning = terminal.showAboveBars(warnings.showwarning)
         warnings.warn("recorded", UserWarning, stacklevel=1)

@@ -84,7 +84,6 @@ from srl_models.config import describeSRLModel
 from srl_models.registry import registeredSRL
 from srl_toolbox.cli import (
     CLIParser,
-    HeldWarnings,
     UsageError,
     addProgressArgument,
     addSeedArgument,
@@ -100,6 +99,7 @@ from srl_toolbox.cli import (
 from srl_toolbox.devices import threadsShare, usableCores
 from srl_toolbox.plugins import SkippedPluginWarning
 from srl_toolbox.signals import ctrlCDeferred, raiseTerminated
+from srl_toolbox.terminal import HeldWarnings
 
 SEARCH_FOLDER = "hyperparam_search"
 STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

@@ -81,10 +81,10 @@ from srl_toolbox.cli import (
     nonEmptyText,
     positiveInt,
     runCommand,
-    writeAboveBar,
 )
 from srl_toolbox.devices import usableCores
 from srl_toolbox.signals import mayTakeSigterm
+from srl_toolbox.terminal import writeAboveBar
 
 PLOT_REFRESH_S = 2.0
 WAIT_S = 0.5

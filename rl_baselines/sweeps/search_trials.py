@@ -57,9 +57,9 @@ from rl_baselines.sweeps.search_study import (
     trialParams,
     trialValues,
 )
-from srl_toolbox.cli import writeAboveBar
 from srl_toolbox.devices import threadsEnvironment
 from srl_toolbox.signals import raiseTerminated, stopSignalsBlocked, unblockStopSignals
+from srl_toolbox.terminal import writeAboveBar
 
 # Seconds between two reads of a running trial's monitor files.
 POLL_S = 0.5
