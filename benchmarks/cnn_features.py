@@ -4,9 +4,9 @@ The pixel policy's features extractor is ``--features-extractor nature`` (SB3's 
 (rl_baselines.rl_algorithm.image_features: MediumCNN, SmallCNN); ``--extractors`` names those measured (NatureCNN and
 MediumCNN by default), each other one judged against NatureCNN. Per env of the SRL + RL benchmark (MobileRobotGymEnv-v0,
 and KukaButtonGymEnv-v0 with a random target and the arm forced down, with that benchmark's evaluation settings:
-benchmarks.srl_rl.plans.PLANS), the script runs the real sweep command, ``python -m rl_baselines.pipeline --algo ppo2``
-(nice-d, ``--workers`` runs at a time, one torch thread each, every other setting at train's defaults, ppo2's number of
-envs among them; the extractors' sweeps run side by side, sharing the workers):
+benchmarks.srl_rl.env_plans.PLANS), the script runs the real sweep command, ``python -m rl_baselines.pipeline --algo
+ppo2`` (nice-d, ``--workers`` runs at a time, one torch thread each, every other setting at train's defaults, ppo2's
+number of envs among them; the extractors' sweeps run side by side, sharing the workers):
 
 - ground truth at the SRL + RL benchmark's budget and on its seeds (more than the others where its plan asks for
   more: Nav 2D's leaves some seeds at the wall): 90% of its mean final evaluation reward is the threshold, as in
@@ -50,7 +50,7 @@ from typing import Any
 from benchmarks.documents import addResultsArguments, appendReport, recordedCommand, resultsPath
 from benchmarks.srl_rl.analysis import meanStandardError, rewardThreshold
 from benchmarks.srl_rl.cli import checkEvalFreq, checkRenderer
-from benchmarks.srl_rl.plans import KUKA, MOBILE, PLANS, QUICK_PLANS, EnvPlan
+from benchmarks.srl_rl.env_plans import KUKA, MOBILE, PLANS, QUICK_PLANS, EnvPlan
 from benchmarks.srl_rl.runs import RunRecord, continuedNote, dropRunsOfOtherSettings, finishedRuns
 from environments import defaultRenderer, rendererRefusal
 from replay.results import evaluationStepsToThreshold
@@ -88,7 +88,7 @@ def precisionOf(variant: str, precision: str | None) -> str | None:
 def trainFlags(plan: EnvPlan, variant: str, steps: int, eval_freq: int, renderer: str | None = None,
                precision: str | None = None) -> list[str]:
     """
-    :param plan: the env's settings (benchmarks.srl_rl.plans)
+    :param plan: the env's settings (benchmarks.srl_rl.env_plans)
     :param variant: ``ground_truth`` or a features extractor
     :param steps: env steps per run
     :param eval_freq: env steps between evaluations
@@ -108,7 +108,7 @@ def trainFlags(plan: EnvPlan, variant: str, steps: int, eval_freq: int, renderer
 def sweepCommand(plan: EnvPlan, variant: str, steps: int, eval_freq: int, seeds: int, workers: int,
                  bench_dir: str, renderer: str | None = None, precision: str | None = None) -> list[str]:
     """
-    :param plan: the env's settings (benchmarks.srl_rl.plans)
+    :param plan: the env's settings (benchmarks.srl_rl.env_plans)
     :param variant: ``ground_truth`` or a features extractor
     :param steps: env steps per run
     :param eval_freq: env steps between evaluations
@@ -135,8 +135,8 @@ def sweepSpecs(plan: EnvPlan, variant: str, steps: int, eval_freq: int, seeds: i
 
 def variantSeeds(plan: EnvPlan, variant: str, seeds: int) -> int:
     """:return: the variant's seeds on the env: ``seeds``, or ground truth's count in the SRL + RL benchmark's plan
-    where it is larger (:meth:`benchmarks.srl_rl.plans.EnvPlan.groundTruthSeedCount`), so that both benchmarks measure
-    the threshold alike"""
+    where it is larger (:meth:`benchmarks.srl_rl.env_plans.EnvPlan.groundTruthSeedCount`), so that both benchmarks
+    measure the threshold alike"""
     return plan.groundTruthSeedCount(seeds) if variant == GROUND_TRUTH else seeds
 
 

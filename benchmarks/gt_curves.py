@@ -1,6 +1,6 @@
 """``python -m benchmarks.gt_curves -i DIR -o PNG``: the ground-truth learning curves that choose a task's step budget.
 
-Before a task joins the SRL + RL benchmark (benchmarks.srl_rl.plans.PLANS), ppo2 learns it from ground truth for a
+Before a task joins the SRL + RL benchmark (benchmarks.srl_rl.env_plans.PLANS), ppo2 learns it from ground truth for a
 few seeds (``python -m rl_baselines.train --algo ppo2 --srl-model ground_truth --eval-freq F ...``); this command
 draws every run found below DIR, one env per panel: each seed's deterministic evaluations (evaluations.npz) and the
 moving average of its training episodes (exploration included), so that the budget can be read where the curves

@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Sequence
 
 from benchmarks.documents import addResultsArguments, appendReport, loadNow, loadSpanText, recordedCommand, resultsPath
-from benchmarks.srl_rl.plans import KUKA, PLANS
+from benchmarks.srl_rl.env_plans import KUKA, PLANS
 from benchmarks.sweep_speed import addSweepArguments, runSweep
 from srl_toolbox.cli import CLIParser, runCommand
 from srl_toolbox.devices import usableCores

@@ -66,7 +66,8 @@ from benchmarks.progress import Countdown
 from benchmarks.srl_rl import cli as srl_rl_cli
 from benchmarks.srl_rl.analysis import rewardThreshold
 from benchmarks.srl_rl.archive import archivedMatches, loadArchive
-from benchmarks.srl_rl.plans import GROUND_TRUTH, MOBILE, PLANS, RUNS_FILE
+from benchmarks.srl_rl.env_plans import GROUND_TRUTH, MOBILE, PLANS
+from benchmarks.srl_rl.plans import RUNS_FILE
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.core.hyperparams import hyperparamPairs, plainValues
 from rl_baselines.core.run_folder import EVALUATIONS_FILE, MONITOR_DIR, MONITOR_SUFFIX

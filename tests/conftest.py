@@ -18,7 +18,7 @@ import pytest
 import torch
 from warm_python import NO_WARM_VARIABLE, WarmInterpreter, WarmProcess, commandLine
 
-from benchmarks.srl_rl import plans as srl_rl_plans
+from benchmarks.srl_rl import env_plans as srl_rl_env_plans
 from replay.visdom_server import findFreePort, startServer, waitForServer
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import envKwargsFromArgs
@@ -208,8 +208,8 @@ def visdom_port(tmp_path_factory: pytest.TempPathFactory):
 def groundTruthAsOthers(monkeypatch: pytest.MonkeyPatch) -> None:
     """The SRL + RL benchmark's planned envs with ground truth on as many seeds as the other rows (Nav 2D plans more),
     for the tests that count the runs of a grid and are about something else."""
-    for env, plan in list(srl_rl_plans.PLANS.items()):
-        monkeypatch.setitem(srl_rl_plans.PLANS, env, dataclasses.replace(plan, ground_truth_seeds=0))
+    for env, plan in list(srl_rl_env_plans.PLANS.items()):
+        monkeypatch.setitem(srl_rl_env_plans.PLANS, env, dataclasses.replace(plan, ground_truth_seeds=0))
 
 
 @pytest.fixture(autouse=True)

@@ -7,10 +7,10 @@ import os
 
 import numpy as np
 
-from benchmarks.srl_rl import plans
+from benchmarks.srl_rl import env_plans, plans
 from rl_baselines.sweeps import recorded
 
-MOBILE = plans.MOBILE
+MOBILE = env_plans.MOBILE
 STEPS = np.array([1000, 2000, 3000, 4000])
 # observation -> per seed, the mean evaluation reward at each of STEPS
 CURVES = {

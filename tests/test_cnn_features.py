@@ -17,7 +17,7 @@ from srl_rl_bench import CURVES, writeRun
 
 from benchmarks import cnn_features
 from benchmarks.cnn_features import summarise, sweepCommand, sweepSpecs, thresholdOf
-from benchmarks.srl_rl.plans import KUKA, MOBILE, PLANS
+from benchmarks.srl_rl.env_plans import KUKA, MOBILE, PLANS
 from benchmarks.srl_rl.runs import RunRecord, finishedRuns
 from srl_toolbox import devices
 from srl_toolbox.cli import UsageError

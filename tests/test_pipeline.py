@@ -42,7 +42,7 @@ from rl_baselines.sweeps.sweep import (
     expandGrid,
     parseAlgoArgs,
 )
-from srl_toolbox import cli
+from srl_toolbox import terminal
 from srl_toolbox.cli import UsageError
 from srl_toolbox.plots import movingAverage, quietVisdom
 
@@ -670,7 +670,7 @@ def test_a_ctrl_c_that_also_stopped_the_outputs_reader_still_stops_and_records_t
     specs = expandGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth"], [0, 1], [], str(tmp_path), cwd=REPO)
     discarded = []
     monkeypatch.setattr(sys, "stdout", _GoneReader())
-    monkeypatch.setattr(cli, "discardStdout", lambda: (discarded.append(True),
+    monkeypatch.setattr(terminal, "discardStdout", lambda: (discarded.append(True),
                                                        monkeypatch.setattr(sys, "stdout", io.StringIO())))
     executor, records = _StoppedExecutor(), {}
     failed, interrupted = pipeline._runAll(executor, pipeline.RunClaims(specs), list(specs), specs, records, None,

@@ -25,7 +25,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from rl_baselines.sweeps import hyperparam_search, search_study, search_trials  # noqa: E402
 from rl_baselines.sweeps.search_outputs import saveSearchPlot  # noqa: E402
 from rl_baselines.sweeps.search_study import gridValues, suggestParams  # noqa: E402
-from srl_toolbox import cli  # noqa: E402
+from srl_toolbox import terminal  # noqa: E402
 from srl_toolbox.cli import UsageError  # noqa: E402
 
 ENV = "MobileRobotGymEnv-v0"
@@ -457,7 +457,7 @@ def test_a_trial_line_into_a_gone_reader_is_discarded_so_that_the_outputs_are_st
     exited 1 without trials.csv and search.png, where it writes them and exits 130."""
     discarded = []
     monkeypatch.setattr(sys, "stdout", _GoneReader())
-    monkeypatch.setattr(cli, "discardStdout", lambda: (discarded.append(True),
+    monkeypatch.setattr(terminal, "discardStdout", lambda: (discarded.append(True),
                                                        monkeypatch.setattr(sys, "stdout", io.StringIO())))
     progress = search_trials.TrialProgress(1, enabled=False)
     progress.trialDone(types.SimpleNamespace(number=0, state=types.SimpleNamespace(name="FAIL"),

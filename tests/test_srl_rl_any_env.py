@@ -1,4 +1,4 @@
-"""The SRL + RL benchmark on any registered env (benchmarks.srl_rl.plans.derivedPlan, its command line) and the
+"""The SRL + RL benchmark on any registered env (benchmarks.srl_rl.env_plans.derivedPlan, its command line) and the
 threshold of replay.gather_results for every env: derived plans, one-line refusals with nothing written, the Ray
 executor flags handed to the pipeline, and 90% of ground truth's final reward as the threshold. Nothing is trained
 (the benchmark on a Ray instance: tests/test_pipeline_ray.py, sharing its Ray head)."""
@@ -10,7 +10,7 @@ from conftest import runModule
 from srl_rl_bench import CURVES, writeGrid, writeModel, writeRun
 
 from benchmarks import gt_curves
-from benchmarks.srl_rl import analysis, cli, plans, running
+from benchmarks.srl_rl import analysis, cli, env_plans, plans, running
 from benchmarks.srl_rl import models as bench_models
 from replay import gather_results
 from replay.results import findRuns
@@ -26,48 +26,48 @@ def _settings(*argv: str) -> plans.Settings:
 
 
 def test_the_four_tasks_of_the_paper_are_planned() -> None:
-    assert [plan.task for plan in plans.PLANS.values()] == ["Nav 2D", "Arm random target", "Nav 1D",
+    assert [plan.task for plan in env_plans.PLANS.values()] == ["Nav 2D", "Arm random target", "Nav 1D",
                                                             "Arm moving target"]
     settings = _settings("--observations", "ground_truth", "vae")
-    assert [plan.env for plan in settings.plans] == list(plans.PLANS) == list(plans.QUICK_PLANS)
-    moving = plans.PLANS[plans.KUKA_MOVING]
+    assert [plan.env for plan in settings.plans] == list(env_plans.PLANS) == list(env_plans.QUICK_PLANS)
+    moving = env_plans.PLANS[env_plans.KUKA_MOVING]
     prepare = settings.prepareCommand(moving)
     # a random episode of the moving button lasts about 24 steps: 210 episodes, at least MobileRobot's 5000 frames
     assert prepare[prepare.index("--episodes") + 1] == "210" and "--random-target" in prepare
     assert settings.srlSettings(moving)["episodes"] == 210
     command = settings.pipelineCommand(moving)
     assert "--force-down" in command and "--random-target" in command
-    assert settings.srlSettings(plans.PLANS[plans.MOBILE_1D])["episodes"] == 20
+    assert settings.srlSettings(env_plans.PLANS[env_plans.MOBILE_1D])["episodes"] == 20
 
 
 def test_an_env_without_a_plan_gets_one_from_the_flags() -> None:
-    settings = _settings("--env", OTHER, plans.MOBILE, "--budget", f"{OTHER}=6000", "--eval-freq", "2000",
+    settings = _settings("--env", OTHER, env_plans.MOBILE, "--budget", f"{OTHER}=6000", "--eval-freq", "2000",
                          "--eval-episodes", "4", "--observations", "ground_truth", "raw_pixels")
     derived, planned = settings.plans
     assert (derived.env, derived.task, derived.steps, derived.eval_freq, derived.eval_episodes, derived.flags) == (
         OTHER, OTHER, 6000, 2000, 4, ())
-    assert planned.env == plans.MOBILE and planned.steps == plans.PLANS[plans.MOBILE].steps
+    assert planned.env == env_plans.MOBILE and planned.steps == env_plans.PLANS[env_plans.MOBILE].steps
     command = settings.pipelineCommand(derived)
     assert command[command.index("--env") + 1] == OTHER
     assert command[command.index("--num-timesteps") + 1] == "6000" and "--executor" not in command
     assert [spec.env for spec in settings.specs(derived)] == [OTHER] * 10  # 2 observations x 5 seeds
     # the planned envs not chosen are still reported when they have runs; the derived one comes after them
-    assert [plan.env for plan in settings.reportPlans()] == [*plans.PLANS, OTHER]
+    assert [plan.env for plan in settings.reportPlans()] == [*env_plans.PLANS, OTHER]
 
 
 def test_the_ray_executor_is_handed_to_the_pipeline(monkeypatch) -> None:
     monkeypatch.setattr(cli, "checkRayAddress", lambda address: None)  # no cluster here (the refusals test it)
-    settings = _settings("--env", plans.MOBILE, "--executor", "ray", "--ray-address", "127.0.0.1:6379")
+    settings = _settings("--env", env_plans.MOBILE, "--executor", "ray", "--ray-address", "127.0.0.1:6379")
     command = settings.pipelineCommand(settings.plans[0])
     assert command[command.index("--executor") + 1] == "ray"
     assert command[command.index("--ray-address") + 1] == "127.0.0.1:6379"
     args, _ = pipeline.buildParser().parse_known_args(command[2:])  # the pipeline's own flags (train's pass)
     assert args.executor == "ray" and args.ray_address == "127.0.0.1:6379"
-    local = _settings("--env", plans.MOBILE, "--executor", "ray")
+    local = _settings("--env", env_plans.MOBILE, "--executor", "ray")
     assert "--ray-address" not in local.pipelineCommand(local.plans[0])  # the pipeline starts a local instance
     # the runs are the same runs whatever executes them: their ids do not depend on it
     assert ([spec.run_id for spec in settings.specs(settings.plans[0])]
-            == [spec.run_id for spec in _settings("--env", plans.MOBILE).specs(settings.plans[0])])
+            == [spec.run_id for spec in _settings("--env", env_plans.MOBILE).specs(settings.plans[0])])
 
 
 class _NoGroundTruth:
@@ -82,16 +82,16 @@ class _NoGroundTruth:
     (["--env", OTHER, "--budget", f"{OTHER}=1000", "--eval-freq", "2000", "--eval-episodes", "1"],
      "--eval-freq 2000 is more than the 1000 steps"),
     (["--env", "Nope-v0"], f"not a registered env; valid choices: .*{OTHER}"),
-    (["--env", plans.MOBILE, "--ray-address", "127.0.0.1:6379"], "only with --executor ray"),
-    (["--env", plans.MOBILE, "--executor", "ray", "--ray-address", "foo"], "'foo' is not HOST:PORT"),
-    (["--env", plans.MOBILE, "--first-seed", "-1"], "argument --first-seed: '-1' is out of range"),
-    (["--env", plans.MOBILE, "--first-seed", "4294967295", "--seeds", "2"],
+    (["--env", env_plans.MOBILE, "--ray-address", "127.0.0.1:6379"], "only with --executor ray"),
+    (["--env", env_plans.MOBILE, "--executor", "ray", "--ray-address", "foo"], "'foo' is not HOST:PORT"),
+    (["--env", env_plans.MOBILE, "--first-seed", "-1"], "argument --first-seed: '-1' is out of range"),
+    (["--env", env_plans.MOBILE, "--first-seed", "4294967295", "--seeds", "2"],
      "--first-seed 4294967295 with 2 seeds: the last seed, 4294967296, is beyond 4294967295"),
-    (["--env", plans.MOBILE, "--executor", "ray", "--ray-address", "127.0.0.1:1"], "127.0.0.1:1: nothing answers"),
-    (["--env", plans.MOBILE, "--rerun", plans.KUKA], "not among the envs run"),
+    (["--env", env_plans.MOBILE, "--executor", "ray", "--ray-address", "127.0.0.1:1"], "127.0.0.1:1: nothing answers"),
+    (["--env", env_plans.MOBILE, "--rerun", env_plans.KUKA], "not among the envs run"),
     # argparse keeps the last of a flag given twice: the first env (or budget) would be dropped without a word
-    (["--env", plans.MOBILE, "--env", OTHER], "argument --env: given twice; give all its values after one --env"),
-    (["--env", OTHER, "--budget", f"{OTHER}=1000", "--budget", f"{plans.MOBILE}=1000"], "argument --budget: given"),
+    (["--env", env_plans.MOBILE, "--env", OTHER], "argument --env: given twice; give all its values after one --env"),
+    (["--env", OTHER, "--budget", f"{OTHER}=1000", "--budget", f"{env_plans.MOBILE}=1000"], "argument --budget: given"),
     # nor one env's budget given twice in one --budget: the first would be dropped
     (["--env", OTHER, "--budget", f"{OTHER}=4096", f"{OTHER}=8192", "--eval-freq", "1024", "--eval-episodes", "1",
       "--observations", "ground_truth", "--report-only", "--no-doc", "--no-append"],
@@ -106,7 +106,7 @@ def test_bad_envs_are_refused_in_one_line_before_anything_is_written(tmp_path, a
 
 
 def test_an_env_without_ground_truth_is_refused(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(plans, "getEnvClass", lambda env: _NoGroundTruth)
+    monkeypatch.setattr(env_plans, "getEnvClass", lambda env: _NoGroundTruth)
     with pytest.raises(UsageError, match=f"--env {OTHER}: the env has no ground truth"):
         cli.main(["--env", OTHER, "--budget", f"{OTHER}=1000", "--eval-freq", "500", "--eval-episodes", "1",
                   "--bench-dir", str(tmp_path / "bench")])
@@ -155,10 +155,10 @@ def test_ground_truth_curves_are_drawn_per_seed(tmp_path) -> None:
 
 
 def test_the_prepare_command_gives_each_flag_once() -> None:
-    settings = _settings("--env", plans.MOBILE_1D, "--srl-episodes", "3")
+    settings = _settings("--env", env_plans.MOBILE_1D, "--srl-episodes", "3")
     command = settings.prepareCommand(settings.plans[0])
     assert command.count("--episodes") == 1 and command[command.index("--episodes") + 1] == "3"
-    plain = _settings("--env", plans.MOBILE_1D)
+    plain = _settings("--env", env_plans.MOBILE_1D)
     assert plain.prepareCommand(plain.plans[0]).count("--episodes") == 1  # the plan's own, 20
 
 
@@ -216,7 +216,7 @@ def test_the_estimate_of_an_env_without_a_plan_counts_whole_evaluation_episodes(
     # an agent that has not learned plays its evaluation episodes to the end: 1500 steps for the two-button arm
     assert {plan.env: plan.episode_length for plan in settings.plans} == {arm: 1500, omni: 250}
     seconds = running.expectedRunSeconds(settings.plans[0], "ground_truth", {})
-    assert seconds == pytest.approx(plans.EXPECTED_START_S + (2000 + 2 * 1500 / 1.25) / plans.expectedRate(
+    assert seconds == pytest.approx(env_plans.EXPECTED_START_S + (2000 + 2 * 1500 / 1.25) / env_plans.expectedRate(
         arm, "ground_truth"))
 
 

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 from srl_rl_bench import CURVES, MOBILE, STEPS, writeGrid, writeModel, writeRun
 
-from benchmarks.srl_rl import analysis, cli, plans, running
+from benchmarks.srl_rl import analysis, cli, env_plans, plans, running
 from benchmarks.srl_rl import archive as bench_archive
 from benchmarks.srl_rl import models as bench_models
 from benchmarks.srl_rl import report as bench_report
@@ -102,14 +102,14 @@ def test_report_archives_the_finished_runs(archived_mobile, tmp_path, capsys) ->
 @pytest.mark.usefixtures("groundTruthAsOthers")
 def test_report_covers_the_archived_env_beside_the_one_run(archived_mobile, tmp_path, capsys) -> None:
     archive, _ = archived_mobile
-    _finishedBench(_settings(["--env", plans.KUKA, *SMALL]), plans.KUKA, finished_at="2026-11-22T08:00:00")
+    _finishedBench(_settings(["--env", env_plans.KUKA, *SMALL]), env_plans.KUKA, finished_at="2026-11-22T08:00:00")
     doc, images = tmp_path / "srl.md", tmp_path / "images"
     doc.write_text("# SRL\n")
-    code = cli.main(["--env", plans.KUKA, *SMALL, "--report-only", "--runs-file", archive, "--doc", str(doc),
+    code = cli.main(["--env", env_plans.KUKA, *SMALL, "--report-only", "--runs-file", archive, "--doc", str(doc),
                         "--image-dir", str(images)])
     assert code == 0
     text = doc.read_text()
-    mobile, kuka = text.index(f"### {MOBILE}"), text.index(f"### {plans.KUKA}")
+    mobile, kuka = text.index(f"### {MOBILE}"), text.index(f"### {env_plans.KUKA}")
     assert mobile < kuka  # the plan set's order
     mobile_part, kuka_part = text[mobile:kuka], text[kuka:]
     assert "The 6 runs shown come from the archive of finished runs" in mobile_part and "2026-11-20" in mobile_part
@@ -118,7 +118,7 @@ def test_report_covers_the_archived_env_beside_the_one_run(archived_mobile, tmp_
     assert "archived" not in kuka_part and "| vae | 2/2 | " in kuka_part and "0.420 (8)" in kuka_part
     # the machine line says it is the one that wrote the report, not necessarily the one each run finished on
     assert "- Machine of this invocation (archived runs: their own machines, in each task's line): " in text
-    for env in (MOBILE, plans.KUKA):
+    for env in (MOBILE, env_plans.KUKA):
         assert (images / f"srl_rl_{env}.png").read_bytes()[:4] == b"\x89PNG"
     assert len(json.loads(open(archive).read())) == 12  # Kuka's runs archived beside MobileRobot's
     assert "Archived 6 run(s)" in capsys.readouterr().out
@@ -358,7 +358,7 @@ def test_the_bench_folder_of_another_checkout_keeps_its_relative_paths(tmp_path,
 
 @pytest.mark.usefixtures("groundTruthAsOthers")
 def test_pipeline_commands_cover_exactly_the_runs_given() -> None:
-    settings = plans.Settings([plans.PLANS[MOBILE]], ["ground_truth", "raw_pixels", "vae"], ["vae"], 3)
+    settings = plans.Settings([env_plans.PLANS[MOBILE]], ["ground_truth", "raw_pixels", "vae"], ["vae"], 3)
     runs = [("ground_truth", 0), ("ground_truth", 1), ("ground_truth", 2), ("raw_pixels", 0), ("raw_pixels", 2),
             ("vae", 2)]
     commands = settings.pipelineCommands(settings.plans[0], [SimpleNamespace(srl_model=name, seed=seed, train_args=())
@@ -420,7 +420,7 @@ def test_a_broken_archive_is_refused_before_anything_is_written(tmp_path) -> Non
         cli.main(["--env", MOBILE, "--bench-dir", str(tmp_path / "bench"), "--runs-file", str(archive)])
     assert not (tmp_path / "bench").exists()
     with pytest.raises(UsageError, match="--rerun .*not among the envs run"):
-        cli.main(["--env", MOBILE, "--rerun", plans.KUKA, "--bench-dir", str(tmp_path / "bench")])
+        cli.main(["--env", MOBILE, "--rerun", env_plans.KUKA, "--bench-dir", str(tmp_path / "bench")])
 
 
 @pytest.mark.usefixtures("groundTruthAsOthers")
@@ -549,17 +549,18 @@ def test_an_env_default_renderer_draws_the_benchmarks_runs_and_keys_them(monkeyp
     which the default before (tinyrenderer) found; --renderer tinyrenderer finds those records again."""
     archive = bench_archive.loadArchive(plans.RUNS_FILE)
 
-    def plansOf(settings: plans.Settings) -> tuple[plans.EnvPlan, plans.EnvPlan]:
-        return tuple(settings.plans[[plan.env for plan in settings.plans].index(env)] for env in (MOBILE, plans.KUKA))
+    def plansOf(settings: plans.Settings) -> tuple[env_plans.EnvPlan, env_plans.EnvPlan]:
+        envs = [plan.env for plan in settings.plans]
+        return tuple(settings.plans[envs.index(env)] for env in (MOBILE, env_plans.KUKA))
 
-    def keys(settings: plans.Settings, plan: plans.EnvPlan) -> list[str]:
+    def keys(settings: plans.Settings, plan: env_plans.EnvPlan) -> list[str]:
         run, srl = settings.runSettings(plan), settings.srlSettings(plan)
         return [bench_archive.archiveKey(plan.env, bench_runs.specObservation(spec), spec.seed, run,
                                          srl if bench_runs.specObservation(spec) in settings.learned else None,
                                          recorded.specSettings(spec), recorded.envPhysics(plan.env))
                 for spec in settings.specs(plan)]
 
-    def matches(settings: plans.Settings, plan: plans.EnvPlan) -> dict:
+    def matches(settings: plans.Settings, plan: env_plans.EnvPlan) -> dict:
         return bench_archive.archivedMatches(archive, settings, plan, settings.specs(plan), {})
 
     with monkeypatch.context() as before:  # both defaults before: the reference, tinyrenderer
@@ -567,13 +568,13 @@ def test_an_env_default_renderer_draws_the_benchmarks_runs_and_keys_them(monkeyp
         before.setattr(KukaButtonGymEnv, "DEFAULT_RENDERER", REFERENCE_RENDERER)
         reference = _settings(["--envs", "1"])  # the TinyRenderer runs had one env, ppo2's default then
         mobile, kuka = plansOf(reference)
-        assert reference.drawnBy(MOBILE) == reference.drawnBy(plans.KUKA) == "tinyrenderer"
+        assert reference.drawnBy(MOBILE) == reference.drawnBy(env_plans.KUKA) == "tinyrenderer"
         tiny_keys = {plan.env: keys(reference, plan) for plan in (mobile, kuka)}
         # TinyRenderer's runs: MobileRobot's 3 seeds (5 for ground truth, srl_splits and its variant), Kuka's 5, but
         # raw pixels: made unclipped, they are not the runs of ppo2's raw-pixel default (clip_range_vf 0.2); but
         # curl's, made before curl trained on two views of each frame (dropped from the archive); and but those of
         # --augment shift, made with RAD's update (DrAC's is the default now)
-        tiny_runs = {MOBILE: 45 + 3 * 2 - 3 - 3 - 3, plans.KUKA: 75 - 5 - 5 - 5}
+        tiny_runs = {MOBILE: 45 + 3 * 2 - 3 - 3 - 3, env_plans.KUKA: 75 - 5 - 5 - 5}
         for plan in (mobile, kuka):
             found = matches(reference, plan)
             assert len(found) == tiny_runs[plan.env]

@@ -15,7 +15,7 @@ from scipy import stats
 from srl_rl_bench import CURVES, MOBILE, STEPS, writeModel, writeRun
 
 from benchmarks.documents import replaceHeadingSection
-from benchmarks.srl_rl import analysis, cli, plans, running
+from benchmarks.srl_rl import analysis, cli, env_plans, plans, running
 from benchmarks.srl_rl import archive as bench_archive
 from benchmarks.srl_rl import models as bench_models
 from benchmarks.srl_rl import report as bench_report
@@ -143,7 +143,7 @@ def test_report_writes_the_section_and_the_figure_from_partial_results(runs, tmp
     models = {"vae": writeModel(str(bench / "srl" / "vae_model"), "vae", 0.42),
               "autoencoder": writeModel(str(bench / "srl" / "ae_model"), "autoencoder", 0.40)}
     observations = ["ground_truth", "raw_pixels", "vae", "autoencoder", "robotic_priors"]
-    plan = plans.PLANS[MOBILE]
+    plan = env_plans.PLANS[MOBILE]
     settings = plans.Settings([plan], observations, ["vae", "autoencoder", "robotic_priors"], 3,
                                bench_dir=str(bench))
     # registered where prepare registers them: the config file of the renderer that draws MobileRobot (its default)
@@ -226,7 +226,7 @@ def test_stale_runs_are_dropped(tmp_path) -> None:
 
 
 def test_commands_keep_every_model_on_one_dataset_and_the_config_in_the_bench_folder() -> None:
-    kuka = plans.PLANS[plans.KUKA]
+    kuka = env_plans.PLANS[env_plans.KUKA]
     settings = plans.Settings([kuka], ["ground_truth", "raw_pixels", "vae", "pca"], ["vae", "pca"], 3,
                                bench_dir=os.path.join("logs", "b"), prepare_extra=["--state-dim", "16"])
     prepare = settings.prepareCommand(kuka)
@@ -239,7 +239,7 @@ def test_commands_keep_every_model_on_one_dataset_and_the_config_in_the_bench_fo
     assert pipeline[:2] == ["-m", "rl_baselines.pipeline"] and "--random-target" in pipeline
     # the arm moves as in its dataset (the generator records it with force_down): a train flag, not a prepare one
     assert "--force-down" in pipeline and "--force-down" not in prepare
-    assert "--force-down" in bench_archive.archiveKey(plans.KUKA, "vae", 0, settings.runSettings(kuka), None, {})
+    assert "--force-down" in bench_archive.archiveKey(env_plans.KUKA, "vae", 0, settings.runSettings(kuka), None, {})
     assert pipeline[pipeline.index("--num-iteration") + 1] == "3"
     assert pipeline[pipeline.index("--eval-freq") + 1] == str(kuka.eval_freq)
     assert pipeline[pipeline.index("--srl-config-file") + 1] == os.path.join("logs", "b", "srl_models_lowpoly.yaml")
@@ -295,9 +295,9 @@ def test_the_time_estimate_reads_the_measured_runs_whole_commands() -> None:
     plan = settings.plans[0]
     guess = running.expectedRunSeconds(plan, "vae", {})
     # nothing measured: the kind's expected rate, the evaluations counted at full length on top of the training
-    rate = plans.EXPECTED_RATE[MOBILE]["learned"]
+    rate = env_plans.EXPECTED_RATE[MOBILE]["learned"]
     evaluation = (plan.steps // plan.eval_freq) * plan.eval_episodes * plan.episode_length
-    assert guess == pytest.approx(plans.EXPECTED_START_S + plan.steps / rate + evaluation / (1.25 * rate))
+    assert guess == pytest.approx(env_plans.EXPECTED_START_S + plan.steps / rate + evaluation / (1.25 * rate))
     # a measured observation: the mean of its runs' whole train commands (their evaluations are in them already)
     measured = {(MOBILE, "vae"): 120.0, (MOBILE, "pca"): 80.0, (MOBILE, "raw_pixels"): 500.0,
                 ("KukaButtonGymEnv-v0", "atc"): 900.0}
@@ -321,8 +321,9 @@ def test_the_time_estimate_reads_the_measured_runs_whole_commands() -> None:
     # the whole estimate: the missing runs' seconds over the workers
     whole = running.estimateSeconds(settings, plan, measured, from_scratch=True)
     runs = sum(settings.seeds * running.expectedRunSeconds(plan, name, measured) for name in settings.observations)
-    stages = len(settings.gridCommands(plan)) * plans.EXPECTED_STAGE_START_S  # each pipeline command's own start
-    assert whole == pytest.approx(len(settings.models) * plans.EXPECTED_PREPARE_S + stages + runs / settings.workers)
+    stages = len(settings.gridCommands(plan)) * env_plans.EXPECTED_STAGE_START_S  # each pipeline command's own start
+    prepare = len(settings.models) * env_plans.EXPECTED_PREPARE_S
+    assert whole == pytest.approx(prepare + stages + runs / settings.workers)
 
 
 def test_the_time_estimate_of_an_env_without_a_plan_counts_its_robot_and_the_start_ups() -> None:
@@ -335,10 +336,10 @@ def test_the_time_estimate_of_an_env_without_a_plan_counts_its_robot_and_the_sta
     # the mobile robot's rates (its class descends from MobileRobotGymEnv), not a flat guess
     for name in ("ground_truth", "raw_pixels", "vae"):
         assert running.expectedRunSeconds(plan, name, {}) == running.expectedRunSeconds(mobile, name, {})
-    assert plans.expectedRate(line, "raw_pixels") == plans.EXPECTED_RATE[MOBILE]["raw_pixels"]
+    assert env_plans.expectedRate(line, "raw_pixels") == env_plans.EXPECTED_RATE[MOBILE]["raw_pixels"]
     # an env of no planned robot: the slowest planned rate of the kind
-    assert plans.expectedRate("CarRacingGymEnv-v0", "raw_pixels") == min(
-        rates["raw_pixels"] for rates in plans.EXPECTED_RATE.values())
+    assert env_plans.expectedRate("CarRacingGymEnv-v0", "raw_pixels") == min(
+        rates["raw_pixels"] for rates in env_plans.EXPECTED_RATE.values())
     # 4 short runs, 2 at a time: each run's start-up and the pipeline command's start counted (measured: 34-67 s a
     # run, 1 min or more in all on a loaded machine)
     guess = running.estimateSeconds(settings, plan, {}, from_scratch=True)

@@ -8,7 +8,7 @@ import os
 import pytest
 from srl_rl_bench import CURVES, MOBILE, writeGrid, writeModel, writeRun
 
-from benchmarks.srl_rl import analysis, cli, compare, plans, running
+from benchmarks.srl_rl import analysis, cli, compare, env_plans, plans, running
 from benchmarks.srl_rl import archive as bench_archive
 from benchmarks.srl_rl import models as bench_models
 from benchmarks.srl_rl import runs as bench_runs
@@ -16,7 +16,7 @@ from rl_baselines.sweeps import recorded
 from srl_models import prepare
 from srl_toolbox.cli import UsageError
 
-KUKA = plans.KUKA
+KUKA = env_plans.KUKA
 SMALL = ["--observations", "ground_truth", "raw_pixels", "vae", "--seeds", "2"]
 # The reference renderer, named: MobileRobot's default is sprites.
 TINY = ["--renderer", "tinyrenderer"]
@@ -252,7 +252,7 @@ def test_the_committed_archive_compares_four_envs_per_run_with_one_on_every_task
     differ from them by that alone."""
     earlier = compare.loadComparison(plans.RUNS_FILE)
     settings = _settings(argv)
-    assert [plan.env for plan in settings.plans] == list(plans.PLANS)
+    assert [plan.env for plan in settings.plans] == list(env_plans.PLANS)
     for plan in settings.plans:
         specs = settings.specs(plan)
         groups = compare.earlierGroups(earlier, settings, plan, specs)
@@ -262,7 +262,7 @@ def test_the_committed_archive_compares_four_envs_per_run_with_one_on_every_task
             group = compare.chosenGroup(found)
             changes = compare.settingsChanges(group.train, planned, group.physics, recorded.envPhysics(plan.env))
             seeds = sorted(int(spec.seed) for spec in specs if plans.specObservation(spec) == observation)
-            if plans.modelName(observation) == plans.RAW_PIXELS:
+            if plans.modelName(observation) == env_plans.RAW_PIXELS:
                 nature = "nature" in argv
                 cnn = ["features_extractor medium -> nature"] if nature else []
                 latest = [[*cnn, "precision bfloat16 -> float32"], *([cnn] if nature else [])]  # (same-day runs)

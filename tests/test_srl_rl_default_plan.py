@@ -6,7 +6,7 @@ import shutil
 
 from srl_rl_bench import CURVES, MOBILE, writeGrid
 
-from benchmarks.srl_rl import analysis, cli, plans
+from benchmarks.srl_rl import analysis, cli, env_plans, plans
 from benchmarks.srl_rl import archive as bench_archive
 from benchmarks.srl_rl import runs as bench_runs
 from rl_baselines.core.registry import defaultEnvs
@@ -32,7 +32,7 @@ def _commandSeeds(command: list[str]) -> tuple[list[str], int, int]:
 
 def test_ground_truth_runs_twenty_seeds_on_nav_2d_and_the_others_the_benchmarks() -> None:
     settings = _settings(["--observations", "ground_truth", "raw_pixels", "vae", "srl_splits_gt_scale"])
-    mobile, kuka = plans.PLANS[MOBILE], plans.PLANS[plans.KUKA]
+    mobile, kuka = env_plans.PLANS[MOBILE], env_plans.PLANS[env_plans.KUKA]
     assert (mobile.ground_truth_seeds, kuka.ground_truth_seeds) == (20, 0)
     assert [len(settings.seedRange(mobile, name)) for name in settings.observations] == [20, 5, 5, 5]
     assert len(settings.seedRange(kuka, "ground_truth")) == 5
@@ -102,14 +102,15 @@ def test_the_committed_archive_holds_every_run_of_the_default_plan() -> None:
             assert set(matches) == planned, (argv, plan.env, sorted(planned ^ set(matches)))
             assert {record["train"]["num_cpu"] for record in matches.values()} == {settings.envs}
             cnns = {(record["train"]["features_extractor"], record["train"]["precision"])
-                    for (name, _), record in matches.items() if plans.modelName(name) == plans.RAW_PIXELS}
+                    for (name, _), record in matches.items() if plans.modelName(name) == env_plans.RAW_PIXELS}
             assert cnns == {(extractor, precision)}, (argv, plan.env)
             found[plan.env] = len(matches)
         # every run of each grid (the default 5 seeds; ground truth 20 on Nav 2D), Kuka's and the moving target's
         # drawn by lowpoly (their TinyRenderer runs not taken)
-        assert found == {plans.MOBILE: 90, plans.KUKA: 75, plans.MOBILE_1D: 75, plans.KUKA_MOVING: 75}, argv
-    assert sum(record["env"] == plans.KUKA and record.get("physics", 1) == 1 for record in archive.values()) == 36
-    assert sum(record["env"] == plans.KUKA and record.get("physics", 1) == 2 and record["train"]["renderer"] ==
+        assert found == {env_plans.MOBILE: 90, env_plans.KUKA: 75, env_plans.MOBILE_1D: 75,
+                         env_plans.KUKA_MOVING: 75}, argv
+    assert sum(record["env"] == env_plans.KUKA and record.get("physics", 1) == 1 for record in archive.values()) == 36
+    assert sum(record["env"] == env_plans.KUKA and record.get("physics", 1) == 2 and record["train"]["renderer"] ==
                "tinyrenderer" for record in archive.values()) == 70  # (curl's 5 dropped: made on frames t, t+1)
 
 
@@ -146,7 +147,7 @@ def test_the_pixel_flags_reach_every_run_and_a_states_key_stays() -> None:
         assert list(flags) == ["--precision", "bfloat16"] and "--precision" not in spec.train_args
         if spec.srl_model == "ground_truth":
             assert specSettings(spec) == specSettings(other)
-        elif spec.srl_model == plans.RAW_PIXELS:
+        elif spec.srl_model == env_plans.RAW_PIXELS:
             assert specSettings(other)["precision"] == "bfloat16"
             assert specSettings(spec)["precision"] == DEFAULT_PRECISION  # (as train resolves it)
 

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 from srl_rl_bench import CURVES, MOBILE, writeRun
 
-from benchmarks.srl_rl import analysis, cli, plans, running
+from benchmarks.srl_rl import analysis, cli, env_plans, plans, running
 from benchmarks.srl_rl import archive as bench_archive
 from benchmarks.srl_rl import runs as bench_runs
 from rl_baselines.sweeps import pipeline, recorded
@@ -198,7 +198,7 @@ def test_the_table_shows_no_gtc_nor_probe_for_pixels_and_both_for_the_new_models
     assert sentences[0].endswith("): none.")  # as good as ground truth, but no learned representation
     assert "raw pixels never reached it): atc, raw_pixels_shift." in sentences[1]
     assert "(Welch): atc (better), raw_pixels_shift (better)." in sentences[2]
-    analysis.plotEnv(str(tmp_path / "curves.png"), plans.PLANS[MOBILE], rows, threshold)
+    analysis.plotEnv(str(tmp_path / "curves.png"), env_plans.PLANS[MOBILE], rows, threshold)
     assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -213,7 +213,7 @@ def test_curve_styles_and_panels_of_the_new_rows() -> None:
 
 @pytest.mark.usefixtures("groundTruthAsOthers")
 def test_a_command_covers_finished_runs_so_that_the_missing_ones_run_at_once() -> None:
-    settings = plans.Settings([plans.PLANS[MOBILE]], ["ground_truth", "raw_pixels"], [], 2)
+    settings = plans.Settings([env_plans.PLANS[MOBILE]], ["ground_truth", "raw_pixels"], [], 2)
     plan = settings.plans[0]
     missing = [SimpleNamespace(srl_model=name, seed=seed, train_args=())
                for name, seed in [("ground_truth", 1), ("raw_pixels", 0), ("raw_pixels", 1)]]

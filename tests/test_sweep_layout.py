@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from benchmarks import sweep_layout
-from benchmarks.srl_rl.plans import KUKA
+from benchmarks.srl_rl.env_plans import KUKA
 
 # a fake sweep's wall time (s) by its observation and layout flags
 WALLS = {("ground_truth", ()): 80.0, ("ground_truth", ("--workers", "1")): 136.0,

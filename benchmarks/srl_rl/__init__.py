@@ -1,9 +1,9 @@
 """SRL + RL benchmark: does a learned state representation help ppo2 learn? One table and one figure per env.
 
-For each env of :data:`plans.PLANS` (the four tasks of Raffin et al. 2019: MobileRobotGymEnv-v0 and
+For each env of :data:`env_plans.PLANS` (the four tasks of Raffin et al. 2019: MobileRobotGymEnv-v0 and
 MobileRobot1DGymEnv-v0, navigation in 2-D and 1-D; KukaButtonGymEnv-v0 with a random target and
 KukaMovingButtonGymEnv-v0, the arm), or any registered env with ground truth named by ``--env`` (its plan from
-``--budget``, ``--eval-freq`` and ``--eval-episodes``: plans.derivedPlan), ``python -m benchmarks.srl_rl``
+``--budget``, ``--eval-freq`` and ``--eval-episodes``: env_plans.derivedPlan), ``python -m benchmarks.srl_rl``
 (``make bench-srl-rl``)
 
 1. prepares every learned model with ``python -m srl_models.prepare`` (one call per env with all the model names:
@@ -30,7 +30,8 @@ The modules, in dependency order (the import-linter contract ``benchmarks-srl-rl
 - :mod:`~benchmarks.srl_rl.runs` (finished runs and their train settings) and :mod:`~benchmarks.srl_rl.models` (the
   registered learned models, stale runs);
 - :mod:`~benchmarks.srl_rl.plans`: what runs, the commands, the constants; :mod:`~benchmarks.srl_rl.bootstrap`: the
-  statistics (IQM, stratified bootstrap, performance profile, Spearman's interval), in numpy.
+  statistics (IQM, stratified bootstrap, performance profile, Spearman's interval), in numpy;
+- :mod:`~benchmarks.srl_rl.env_plans`: each env's plan (budget, evaluation, flags) and the time estimate's rates.
 
 ``--quick`` checks the whole chain (prepare on tiny datasets, about a thousand steps per run, 2 seeds, 3
 observations) in a few minutes, in its own folder and with its own archive, writing the section and the figures

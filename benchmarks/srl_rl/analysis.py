@@ -25,18 +25,15 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from scipy import stats
 
+from benchmarks.srl_rl.env_plans import GROUND_TRUTH, PLANS, RAW_PIXELS, EnvPlan
 from benchmarks.srl_rl.models import modelMetrics
 from benchmarks.srl_rl.plans import (
     ANCHOR,
-    GROUND_TRUTH,
     GT_SCALE,
     OBSERVATIONS,
-    PLANS,
-    RAW_PIXELS,
     RAW_PIXELS_SHIFT,
     THRESHOLD_FRACTION,
     VARIANTS,
-    EnvPlan,
     counted,
     isEnvObservation,
     modelName,

@@ -42,8 +42,9 @@ from typing import Any
 import numpy as np
 
 from benchmarks.archive import ArchiveError, loadRecords, writeRecords
+from benchmarks.srl_rl.env_plans import EnvPlan
 from benchmarks.srl_rl.models import modelMetrics, registeredFacts, sameModel
-from benchmarks.srl_rl.plans import EnvPlan, Settings, displayPath, modelName, specObservation
+from benchmarks.srl_rl.plans import Settings, displayPath, modelName, specObservation
 from benchmarks.srl_rl.runs import RunRecord, dateSpan, finishedRuns
 from replay.results import Run
 from rl_baselines.runs.args_format import UPGRADES

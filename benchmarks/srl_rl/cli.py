@@ -19,22 +19,19 @@ from typing import Any
 from benchmarks.documents import addResultsArguments, checkDocument, machineDescription, resultsPath
 from benchmarks.srl_rl.archive import collectRuns, loadArchive, recordRuns
 from benchmarks.srl_rl.compare import loadComparison
+from benchmarks.srl_rl.env_plans import BUDGET_NOTE, PLANS, QUICK_PLANS, derivedPlan
 from benchmarks.srl_rl.plans import (
     ARCHIVE_NAME,
-    BUDGET_NOTE,
     DEFAULT_BENCH_DIR,
     DOC_FILE,
     IMAGE_DIR,
     OBSERVATIONS,
-    PLANS,
     QUICK_BENCH_DIR,
     QUICK_OBSERVATIONS,
-    QUICK_PLANS,
     ROOT,
     RUN_ENVS,
     RUNS_FILE,
     Settings,
-    derivedPlan,
     isEnvObservation,
     learnedObservations,
 )

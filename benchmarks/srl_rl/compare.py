@@ -29,7 +29,8 @@ from typing import Any
 
 from benchmarks.srl_rl.analysis import ObservationSummary, plusMinus, summariseEnv, tableDigits
 from benchmarks.srl_rl.archive import loadArchive, recordFromArchive, settingsDigest, withoutSeed
-from benchmarks.srl_rl.plans import EnvPlan, Settings, specObservation
+from benchmarks.srl_rl.env_plans import EnvPlan
+from benchmarks.srl_rl.plans import Settings, specObservation
 from rl_baselines.sweeps.recorded import envPhysics, specSettings, trainSettings
 from srl_toolbox.cli import UsageError
 

@@ -24,8 +24,9 @@ from matplotlib.figure import Figure
 
 from benchmarks.srl_rl.analysis import ObservationSummary, curveStyle
 from benchmarks.srl_rl.bootstrap import interquartileMean, performanceProfile, spearmanInterval, stratifiedBootstrap
+from benchmarks.srl_rl.env_plans import GROUND_TRUTH, RAW_PIXELS
 from benchmarks.srl_rl.models import METRICS, modelMetrics
-from benchmarks.srl_rl.plans import GROUND_TRUTH, OBSERVATIONS, RAW_PIXELS, VARIANTS, modelName
+from benchmarks.srl_rl.plans import OBSERVATIONS, VARIANTS, modelName
 from srl_toolbox.files import atomicPath
 
 # Metrics where lower is better (a negative correlation with the reward is the expected sign).

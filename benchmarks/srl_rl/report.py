@@ -30,10 +30,10 @@ from benchmarks.srl_rl import plans
 from benchmarks.srl_rl.analysis import envTable, plotEnv, reportedModels, summariseEnv, verdicts
 from benchmarks.srl_rl.archive import archivedMatches, archiveNote, collectRuns, measuredModels, recordFromArchive, recordRuns
 from benchmarks.srl_rl.compare import comparisonSection, loadComparison
+from benchmarks.srl_rl.env_plans import BUDGET_NOTE, PLANS, EnvPlan
 from benchmarks.srl_rl.overview import overviewSection, scoredTasks
 from benchmarks.srl_rl.plans import (
     ANCHOR_NOTE,
-    BUDGET_NOTE,
     END_MARKER,
     IMAGE_DIR,
     OBSERVATIONS,
@@ -43,7 +43,6 @@ from benchmarks.srl_rl.plans import (
     SUMMARY_IMAGE,
     THRESHOLD_FRACTION,
     VARIANTS,
-    EnvPlan,
     Settings,
     displayPath,
     modelName,
@@ -164,7 +163,7 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
     :return: the section's content, without its heading (:data:`SECTION_TITLE`)
     """
     archive = facts.get("archive")
-    planned = any(plan.env in plans.PLANS for plan in env_plans)  # one of the paper's tasks, with a measured budget
+    planned = any(plan.env in PLANS for plan in env_plans)  # one of the paper's tasks, with a measured budget
     reuse = (f" Every finished run is recorded in `{archive}` and reused by later invocations with the same settings: "
              "an env whose runs are all there is neither prepared nor run again (`--rerun ENV` runs it again), and the "
              "section covers every planned env that has runs, in the bench folder or archived (counted as *archived* "
@@ -311,7 +310,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
     reported = [plan for plan in candidates if plan.env in used]
     # an env without a plan has its budget and evaluation only on the command line: its archived runs are covered when
     # it is given to --env again
-    unplanned = sorted({entry["env"] for entry in archive.values()} - set(plans.PLANS) - set(used))
+    unplanned = sorted({entry["env"] for entry in archive.values()} - set(PLANS) - set(used))
     if unplanned:
         print(f"Archived, not reported: {UNPLANNED_NOTE.format(envs=', '.join(unplanned))}")
     fresh, listed, tables, texts, images, thresholds, notes_archive, comparisons = [], [], {}, {}, {}, {}, {}, {}

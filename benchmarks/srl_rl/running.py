@@ -29,19 +29,21 @@ from typing import Any
 import numpy as np
 
 from benchmarks.srl_rl.archive import archivedMatches, dropStaleRecords, loadArchive, recordFromArchive
-from benchmarks.srl_rl.models import dropStaleRuns, registeredFacts, registeredModels
-from benchmarks.srl_rl.plans import (
-    ENV_OBSERVATIONS,
+from benchmarks.srl_rl.env_plans import (
     EXPECTED_PREPARE_S,
     EXPECTED_STAGE_START_S,
     EXPECTED_START_S,
-    ROOT,
     EnvPlan,
+    expectedRate,
+)
+from benchmarks.srl_rl.models import dropStaleRuns, registeredFacts, registeredModels
+from benchmarks.srl_rl.plans import (
+    ENV_OBSERVATIONS,
+    ROOT,
     Settings,
     counted,
     displayPath,
     duration,
-    expectedRate,
     isEnvObservation,
     modelName,
     shown,
