@@ -75,7 +75,12 @@ from rl_baselines.core.registry import defaultEnvs
 from rl_baselines.envs import factory
 from rl_baselines.envs.factory import resolveVecEnv
 from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
-from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS, nativeBFloat16, resolvedPrecision
+from rl_baselines.rl_algorithm.image_features import (
+    FEATURES_EXTRACTORS,
+    emulatesBFloat16,
+    nativeBFloat16,
+    resolvedPrecision,
+)
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train, train_checks
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
@@ -207,7 +212,7 @@ def measuredModes(num_cpu: int, pixel_device: str) -> list[str]:
     :return: the modes measured with that many envs: ``vae_other`` with several only, ``raw_pixels_bfloat16`` only
         where bfloat16 is not emulated (a GPU, or a CPU with bfloat16 instructions)
     """
-    emulated = torch.device(pixel_device).type == "cpu" and not nativeBFloat16()
+    emulated = emulatesBFloat16(pixel_device)
     return [mode for mode in MODES if not (mode == "vae_other" and num_cpu == 1)
             and not (mode == "raw_pixels_bfloat16" and emulated)]
 

@@ -189,7 +189,7 @@ def test_the_speed_benchmarks_row_of_bfloat16_is_ppo2s_default_cnn_with_the_flag
 def test_the_speed_benchmark_times_bfloat16_only_where_it_is_not_emulated(monkeypatch, native: bool) -> None:
     """A CPU without bfloat16 instructions would emulate it (about ten times slower than float32): its row is left
     out there, kept on a GPU; vae_other needs several envs."""
-    monkeypatch.setattr(srl_speed, "nativeBFloat16", lambda: native)
+    monkeypatch.setattr(image_features, "nativeBFloat16", lambda: native)
     assert ("raw_pixels_bfloat16" in srl_speed.measuredModes(4, "cpu")) == native
     assert "raw_pixels_bfloat16" in srl_speed.measuredModes(4, "cuda")
     assert "vae_other" not in srl_speed.measuredModes(1, "cpu") and "vae_other" in srl_speed.measuredModes(2, "cpu")

@@ -224,8 +224,8 @@ def test_the_bar_is_first_drawn_with_its_final_total(tmp_path, capsys):
 
 
 def test_a_warning_during_a_bar_gets_a_line_of_its_own():
-    """The commands show warnings above the progress bars (srl_toolbox.terminal.showAboveBars), not glued to the end of a
-    bar's line as Python's default shows them on the same stream."""
+    """The commands show warnings above the progress bars (srl_toolbox.terminal.showAboveBars), not glued to the end
+    of a bar's line as Python's default shows them on the same stream."""
     stream = io.StringIO()
     bar = tqdm(total=10, file=stream, ascii=True, mininterval=0)
     bar.update(3)

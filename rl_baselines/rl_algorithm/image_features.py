@@ -79,11 +79,17 @@ def emulationWarning(precision: str | None, device: str | torch.device) -> str |
     :param device: the device it computes on
     :return: the warning for bfloat16 on a CPU that would emulate it (:func:`nativeBFloat16`), None otherwise
     """
-    if precision != "bfloat16" or torch.device(device).type != "cpu" or nativeBFloat16():
+    if precision != "bfloat16" or not emulatesBFloat16(device):
         return None
     return ("the pixel policy's CNN computes in bfloat16 (--precision) and this CPU has no bfloat16 instructions "
             "(AVX-512 BF16 or AMX): torch emulates them, and training is about ten times slower than in float32 "
             "(--precision auto takes float32 on such a CPU)")
+
+
+def emulatesBFloat16(device: str | torch.device) -> bool:
+    """:return: whether bfloat16 is emulated on ``device``: a CPU without bfloat16 instructions (:func:`nativeBFloat16`),
+    where it computes about ten times slower than float32"""
+    return torch.device(device).type == "cpu" and not nativeBFloat16()
 
 
 def nativeBFloat16() -> bool:

@@ -21,7 +21,8 @@ from rl_baselines.runs.training_callbacks import ModelSaver, RefreshCallback, Tr
 
 # A stop (Ctrl-C, SIGTERM) waits at most this many seconds of training for the algorithm's next clean point, where its
 # checkpoint is exact (StopSignalCallback), counted from the first env step after the signal (an evaluation or a save
-# in progress at the signal ends first); the pipeline gives a run it stops rl_baselines.sweeps.run_attempts.STOP_GRACE_S.
+# in progress at the signal ends first); the pipeline gives a run it stops
+# rl_baselines.sweeps.run_attempts.STOP_GRACE_S.
 STOP_WAIT_S = 10.0
 
 

@@ -46,7 +46,14 @@ from rl_baselines.runs.train_loop import trainInRunFolder
 from rl_baselines.runs.worker import trainAsWorker
 from srl_models.config import describeSRLModel
 from srl_models.registry import registeredSRL
-from srl_toolbox.cli import CommandFailed, UsageError, checkWritableFolder, environmentErrorText, pythonCommand, runCommand
+from srl_toolbox.cli import (
+    CommandFailed,
+    UsageError,
+    checkWritableFolder,
+    environmentErrorText,
+    pythonCommand,
+    runCommand,
+)
 from srl_toolbox.files import environmentError, writeJson
 from srl_toolbox.plugins import SkippedPluginWarning
 from srl_toolbox.terminal import HeldWarnings
