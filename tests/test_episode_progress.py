@@ -112,6 +112,21 @@ def test_the_evaluation_bar_moves_within_an_episode(counts, monkeypatch):
     assert counts == sorted(counts) and counts[-1] == pytest.approx(2)
 
 
+def test_the_evaluation_calls_back_after_each_of_its_steps():
+    """What cannot wait for an evaluation's end (the progress bar saying that a stop was asked) is called after each
+    of its episodes' steps, with or without a bar."""
+    env = DummyVecEnv([lambda: MobileRobotGymEnv(srl_model="ground_truth", max_steps=30)])
+    evaluator = Evaluator(RandomActions(env), SimpleNamespace(seed=0, no_progress=True), None, eval_freq=1,
+                          n_episodes=2)
+    evaluator.env = env
+    calls: list[int] = []
+    try:
+        evaluator.evaluate(1, between_steps=lambda: calls.append(1))
+    finally:
+        evaluator.close()
+    assert len(calls) == sum(evaluator.ep_lengths[-1]) > 2
+
+
 @pytest.mark.parametrize("terminal", [True, False])
 def test_the_evaluation_bar_counts_agent_steps_on_a_terminal_only(counts, monkeypatch, terminal):
     """With --action-repeat 4 an episode in progress was counted against the env's step limit (a quarter at most,

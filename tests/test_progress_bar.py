@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+import signal
 import warnings
 
 import pytest
@@ -84,9 +85,9 @@ def test_the_bar_says_evaluating_and_saving_checkpoint_while_they_last(tmp_path,
     seen: list[tuple[str, str]] = []
 
     class Evaluator(FakeEvaluator):
-        def evaluate(self, num_timesteps: int) -> tuple[float, float]:
+        def evaluate(self, num_timesteps: int, between_steps=None) -> tuple[float, float]:
             seen.append(("evaluation", callbacks.find(ProgressCallback).bar.postfix))
-            return super().evaluate(num_timesteps)
+            return super().evaluate(num_timesteps, between_steps)
 
     class Algo(FakeAlgo):
         def save(self, save_path: str, _locals=None) -> None:
@@ -105,6 +106,49 @@ def test_the_bar_says_evaluating_and_saving_checkpoint_while_they_last(tmp_path,
     stderr = capsys.readouterr().err
     assert "evaluating" in stderr and "saving checkpoint" in stderr  # drawn at once
     assert callbacks.find(ProgressCallback).bar.postfix == ""  # and gone once done
+    callbacks.close(100)
+
+
+@pytest.mark.parametrize("clean_points, says", [(True, "stopping at the end of this update"),
+                                                 (False, "stopping at the next step")])
+def test_a_stop_asked_during_an_evaluation_is_said_at_once_and_outlasts_it(tmp_path, capsys, clean_points, says):
+    """A Ctrl-C during an evaluation's episodes (about 17 s from pixels on the arm) showed nothing until the
+    evaluation ended: the bar said `stopping` from the next training step only. The episodes' steps now have the
+    stop said, beside `evaluating`, and it stays once the evaluation ends, until the checkpoint."""
+    run_dir = str(tmp_path)
+    postfixes: list[str] = []
+
+    class Evaluator(FakeEvaluator):
+        def evaluate(self, num_timesteps: int, between_steps=None) -> tuple[float, float]:
+            def step() -> None:
+                between_steps()
+                postfixes.append(callbacks.find(ProgressCallback).bar.postfix)
+
+            step()  # nothing asked yet: nothing said
+            callbacks.requestStop(signal.SIGINT)  # (the handler only flags: nothing drawn from it)
+            postfixes.append(callbacks.find(ProgressCallback).bar.postfix)
+            step()
+            step()  # said once
+            return super().evaluate(num_timesteps)
+
+    class Algo(FakeAlgo):
+        CHECKPOINT_AT_CLEAN_POINTS = clean_points
+
+    algo = Algo()
+    run_info = runDescription(run_dir, type("Args", (), {"env": "Fake-v0", "srl_model": "ground_truth"}))
+    callbacks = standardCallbacks(algo, "fake", run_dir, 1000, checkpoint_freq=0, run_info=run_info,
+                                  evaluator=Evaluator([1.0]), run_logger=FakeRunLogger())
+    learner = Learner()
+    # the evaluation at 100; without clean points the checkpoint follows at that step, and training stops
+    assert _drive(callbacks, learner, range(90, 101)) == [True] * 10 + [clean_points]
+    assert postfixes == ["evaluating", "evaluating", f"evaluating, {says}", f"evaluating, {says}"]
+    assert f"evaluating, {says}" in capsys.readouterr().err  # drawn at once, during the evaluation
+    if clean_points:
+        assert callbacks.find(ProgressCallback).bar.postfix == says  # the evaluation ended, the stop is still said
+        callbacks.cleanPoint(100)  # the end of the update: the checkpoint, then the stop
+        assert _drive(callbacks, learner, range(101, 102)) == [False]
+    assert callbacks.find(ProgressCallback).bar.postfix == ""
+    assert callbacks.last_checkpoint is not None
     callbacks.close(100)
 
 

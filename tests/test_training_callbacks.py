@@ -295,8 +295,11 @@ class FakeEvaluator:
     def due(self, num_timesteps: int) -> bool:
         return num_timesteps % 100 == 0
 
-    def evaluate(self, num_timesteps: int) -> tuple[float, float]:
+    def evaluate(self, num_timesteps: int, between_steps=None) -> tuple[float, float]:
         self.evaluated.append(num_timesteps)
+        for _step in range(2):  # (the episodes' steps)
+            if between_steps is not None:
+                between_steps()
         self.ep_lengths.append([10, 20])
         self.successes.append([True, False] if len(self.evaluated) > 1 else [])  # the first: no is_success
         return self.means_left.pop(0), 0.5

@@ -72,6 +72,9 @@ class TrainingCallbacks(CallbackList):
             for callback in walk(self.callbacks):
                 if isinstance(callback, TrainingService):
                     callback.progress_status = progress.showing
+        stop, evaluation = self.find(StopSignalCallback), self.find(EvaluationCallback)
+        if stop is not None and evaluation is not None:  # a stop asked during an evaluation is said at once
+            evaluation.between_steps = stop.acknowledge
 
     # --- the list ----------------------------------------------------------------------------------------------
 

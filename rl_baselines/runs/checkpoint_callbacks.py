@@ -139,6 +139,8 @@ class StopSignalCallback(TrainingService):
       is a valid continuation, its rollout started at the stop. The seconds count from the first step after the
       signal, so what was in progress when it came (an evaluation's episodes, a checkpoint's save, an env step) ends
       first and does not use up the wait.
+    - The progress bar says that the run is stopping from the first step after the signal, or sooner where work that
+      counts no step calls :meth:`acknowledge` as it goes (an evaluation does, after each of its steps).
 
     :param refresh: refreshed before a checkpoint written between clean points, or None
     :param checkpoints: writes the checkpoint
@@ -174,6 +176,15 @@ class StopSignalCallback(TrainingService):
         if self.stop_signal is not None and not self.saved and self.checkpoints.clean_points and self.n_calls > 0:
             self._save()  # (the list's checkpoints come after: one due at this step is this one)
 
+    def acknowledge(self) -> None:
+        """Once a stop was asked, have the progress bar say so (once: from then on until the run ends); nothing
+        before. Safe to call at any time outside a signal handler, which must not draw."""
+        if self.stop_signal is None or self.saved or self._status is not None:
+            return
+        self._status = contextlib.ExitStack()
+        self._status.enter_context(self.busy(
+            "stopping at the end of this update" if self.checkpoints.clean_points else "stopping at the next step"))
+
     def _on_step(self) -> bool:
         if self.stop_signal is None:
             return True
@@ -182,9 +193,7 @@ class StopSignalCallback(TrainingService):
         if self.waiting_since is None:
             self.waiting_since = time.monotonic()
         if self.checkpoints.clean_points and time.monotonic() - self.waiting_since < self.wait_s:
-            if self._status is None:
-                self._status = contextlib.ExitStack()
-                self._status.enter_context(self.busy("stopping at the end of this update"))
+            self.acknowledge()
             return True
         if self.refresh is not None:
             self.refresh.refreshAt(self.num_timesteps)

@@ -33,6 +33,7 @@ import math
 import os
 import sys
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -183,11 +184,13 @@ class Evaluator:
         repeat = int(getattr(self.args, "action_repeat", 1) or 1)
         return None if limit is None else math.ceil(limit / repeat)
 
-    def evaluate(self, num_timesteps: int) -> tuple[float, float]:
+    def evaluate(self, num_timesteps: int, between_steps: Callable[[], None] | None = None) -> tuple[float, float]:
         """
         Play ``n_episodes`` deterministic episodes, record them and write evaluations.npz.
 
         :param num_timesteps: env steps taken so far (recorded as the evaluation's ``timesteps``)
+        :param between_steps: called after each of the episodes' steps (the training callbacks' own work that
+            cannot wait for the evaluation's end: saying that a stop was asked), or None
         :return: (mean, standard deviation) of the episode rewards
         """
 
@@ -207,6 +210,8 @@ class Evaluator:
                     successes.append(bool(info["is_success"]))
             else:
                 bar.step(index, steps)
+            if between_steps is not None:
+                between_steps()
 
         try:
             if self.env is None:

@@ -5,14 +5,15 @@ the steps, the rate, the ETA, the episodes and the mean reward of the last episo
 The bar moves with every step (at each refresh of its :class:`RefreshCallback` and at the steps between two) and is
 redrawn at most once per ``REDRAW_PERIOD_S``, and at once when the run starts doing something that counts no step:
 ``updating`` after a rollout of an SB3-backed algorithm that took ``REDRAW_PERIOD_S`` or more (from SB3's rollout end
-to the next rollout start), ``evaluating`` and ``saving checkpoint`` (a service's :meth:`TrainingService.busy`). Its
-rate is the steps per second since training started, updates, evaluations and saves included, so that every redraw's
-rate and ETA agree with its elapsed time. Its total is the step the learner stops at (:func:`lastStep`: the
-budget rounded up to whole rollouts of all its envs, an SB3 learner's or one written here), so that the ETA covers
-the last rollout: the bar is first drawn when training starts, once the envs and the learner are built and that total
-is known. A learner with a
-warm-up (``learning_starts``: an off-policy algorithm's random-action steps, far faster than the training after them)
-shows ``warm-up: learning starts at step N`` and no ETA until that step, and its rate then counts from that step.
+to the next rollout start), ``evaluating``, ``saving checkpoint`` and, once a stop was asked, ``stopping at the end
+of this update`` (a service's :meth:`TrainingService.busy`; several at once are shown side by side, each until its
+own end). Its rate is the steps per second since training started, updates, evaluations and saves included, so
+that every redraw's rate and ETA agree with its elapsed time. Its total is the step the learner stops at
+(:func:`lastStep`: the budget rounded up to whole rollouts of all its envs, an SB3 learner's or one written here),
+so that the ETA covers the last rollout: the bar is first drawn when training starts, once the envs and the learner
+are built and that total is known. A learner with a warm-up (``learning_starts``: an off-policy algorithm's
+random-action steps, far faster than the training after them) shows ``warm-up: learning starts at step N`` and no
+ETA until that step, and its rate then counts from that step.
 
 Invariants: the bar reads the learner's ``learning_starts``, envs and rollout length and the clock only, never a
 random generator, so a run trains the same with or without it; a disabled bar (``--no-progress``) prints nothing; it
@@ -107,7 +108,10 @@ class ProgressCallback(TrainingService):
         self.bar = TrainingBar(total=total_timesteps, initial=start_timesteps, unit="steps", dynamic_ncols=True,
                                disable=not enabled, smoothing=0, mininterval=REDRAW_PERIOD_S, miniters=1,
                                delay=math.inf)
-        self.activity: str | None = None  # what the run is doing while it counts no step
+        self.activity: str | None = None  # UPDATING, from the end of a long rollout to the next rollout's start
+        # what the services' contexts say (showing), in the order they began; each ends on its own, in any order (a
+        # stop acknowledged during an evaluation outlasts it)
+        self.statuses: list[tuple[object, str]] = []
         self.learning_starts: int | None = None  # the step at which the warm-up in progress ends
         self.episodes = ""  # the episode count and mean reward, as shown
         self.rollout_started_at = 0.0
@@ -170,33 +174,36 @@ class ProgressCallback(TrainingService):
     @contextlib.contextmanager
     def showing(self, activity: str) -> Iterator[None]:
         """
-        Say what the run is doing while it counts no step (what a service's ``busy`` does): drawn at once, until
-        the context ends.
+        Say what the run is doing while it counts no step (what a service's ``busy`` does): drawn at once, beside
+        what other contexts still say, until the context ends.
 
         :param activity: e.g. ``evaluating``
         """
-        before = self.activity
-        self._show(activity)
+        token = object()
+        self.statuses.append((token, activity))
+        self._redraw()
         try:
             yield
         finally:
-            self.activity = before
+            self.statuses = [status for status in self.statuses if status[0] is not token]
             self._setPostfix()
 
     def _show(self, activity: str) -> None:
-        if self.bar.disable:
-            return
         self.activity = activity
+        self._redraw()
+
+    def _redraw(self) -> None:
         self._setPostfix()
-        self.bar.refresh()
+        if not self.bar.disable:
+            self.bar.refresh()
 
     def _setPostfix(self) -> None:
         warm_up = f"warm-up: learning starts at step {self.learning_starts}" if self.learning_starts is not None else ""
-        self.bar.set_postfix_str(", ".join(part for part in (self.activity, warm_up, self.episodes) if part),
-                                 refresh=False)
+        parts = (self.activity, *(text for _token, text in self.statuses), warm_up, self.episodes)
+        self.bar.set_postfix_str(", ".join(part for part in parts if part), refresh=False)
 
     def finish(self) -> None:
-        self.activity, self.learning_starts = None, None  # the last line says neither
+        self.activity, self.learning_starts, self.statuses = None, None, []  # the last line says none of them
         self.bar.eta = True
         self._setPostfix()
         self.bar.close()

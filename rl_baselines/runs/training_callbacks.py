@@ -481,6 +481,10 @@ class EvaluationCallback(TrainingService):
         for an algorithm written here is after its first step)
     """
 
+    # Called after each step of the evaluation's episodes (the list sets it: StopSignalCallback.acknowledge, so that
+    # a stop asked during a long evaluation is said at once); None: nothing is called.
+    between_steps: Callable[[], None] | None = None
+
     def __init__(self, evaluator: Any, run_logger: RunLogger, plotter: Any = None,
                  best: BestModelCallback | None = None, total_timesteps: int | None = None,
                  start_timesteps: int | None = None) -> None:
@@ -513,7 +517,7 @@ class EvaluationCallback(TrainingService):
         """
         evaluator = self.evaluator
         with self.busy("evaluating"):
-            mean_reward, std_reward = evaluator.evaluate(num_timesteps)
+            mean_reward, std_reward = evaluator.evaluate(num_timesteps, between_steps=self.between_steps)
         tqdm.write(f"Evaluation at {num_timesteps} steps: mean reward {mean_reward:.2f} +/- {std_reward:.2f} "
                    f"({evaluator.n_episodes} episode{'s' if evaluator.n_episodes > 1 else ''})")
         # progress.csv and tensorboard under SB3's EvalCallback tags, in a row of its own at the evaluation's step as
