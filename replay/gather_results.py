@@ -427,7 +427,7 @@ def checkedInputs(argv: Sequence[str] | None = None, write: bool = True
     :param argv: command-line arguments (default: sys.argv[1:])
     :param write: check the output files (else none is written: the Python API's table alone)
     :return: the parsed flags, the runs measured, the CSV and Markdown paths (None without ``write``)
-    :raises UsageError: bad input (one line)
+    :raises UsageError: bad input (one line): ``--welch-test`` naming no method of the runs included
     :warns: the runs skipped, and the unfinished ones taken
     """
     args: argparse.Namespace = buildParser().parse_args(sys.argv[1:] if argv is None else argv)
@@ -437,6 +437,8 @@ def checkedInputs(argv: Sequence[str] | None = None, write: bool = True
     # (unfinished runs count at the budgets they reached; those without an episode, by their evaluations)
     runs = measuredRuns(findRuns(args.log_dir, args.group_by, unfinished=True, evaluation_only=True), args.group_by,
                         args.training_rewards)
+    if args.welch_test is not None:  # (refused before the tables' warnings of pooled methods are shown)
+        welchDimension(args.welch_test, runs)
     unfinished = [run.path for run in runs if not run.finished]
     if unfinished:
         warnings.warn(f"{unfinishedNote(len(unfinished))}, e.g. {unfinished[0]}")

@@ -195,6 +195,10 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
             unreadable.append(f"{folder}: args.json is not valid JSON")
             continue
         if not isinstance(args, dict) or not all(key in args for key in GROUP_KEYS):
+            what = (f"names no {' nor '.join(key for key in GROUP_KEYS if key not in args)}"
+                    if isinstance(args, dict) else "is not a JSON object")
+            warnings.warn(f"skipping {folder}: args.json {what} (not a run's)")
+            unreadable.append(f"{folder}: args.json {what}")
             continue
         # a setting added to train since the run was recorded as args.json's upgrade rules give it (--group-by
         # augment_loss: rad for an augmented run made before the flag), and what the run applied of the others

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from srl_toolbox.cli import pythonCommand
 from srl_toolbox.files import NotNpzFile, loadNpz, sha256File
 
 EXP_CONFIG_FILE = "exp_config.json"
@@ -138,7 +139,7 @@ def readExpConfig(folder: str) -> dict[str, Any]:
                          + ("is a file, not a folder" if os.path.exists(folder) else "does not exist"))
     if not os.path.isfile(path):
         raise ValueError(f"{folder!r} is not an SRL model folder (no {EXP_CONFIG_FILE}); train one with "
-                         "python -m srl_models.train")
+                         f"{pythonCommand()} -m srl_models.train")
     try:
         with open(path, encoding="utf-8") as handle:
             config = json.load(handle)

@@ -348,6 +348,11 @@ def test_a_run_that_saved_no_model_yet_says_when_it_will(checkpointedRun, tmp_pa
     shutil.copytree(checkpointedRun, run_dir)
     os.remove(os.path.join(run_dir, "ppo2_model.zip"))
     shutil.rmtree(os.path.join(run_dir, "checkpoints"))
+    # a finished run whose model was deleted since: its manifest lists the model (it had said "saved no model yet")
+    with pytest.raises(UsageError, match=r"holds no latest model \(.*\); the run saved it at step 500 "
+                                         r"\(manifest.json lists it, a finished run\): deleted or moved since$"):
+        enjoy_baselines.main(["--log-dir", run_dir, *REPLAY])
+    os.remove(os.path.join(run_dir, "manifest.json"))  # (as before the run's first save)
     with pytest.raises(UsageError, match=r"holds no latest model \(.*\); the run has saved no model yet \(still "
                                          r"training, or stopped before\): it saves one at its first checkpoint, step "
                                          r"250 \(--checkpoint-freq\), its best model once 100 episodes have finished "

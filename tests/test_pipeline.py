@@ -602,7 +602,7 @@ def test_per_algorithm_flags(tmp_path) -> None:
     plain = expandGrid(["ppo2"], ENVS[:1], ["ground_truth"], [0], shared, str(tmp_path))
     assert plain[0].run_id != specs[0].run_id  # the flags change what the run computes
 
-    for item, message in (("ppo2", "--algo-args 'ppo2' is not ALGO:FLAGS"),
+    for item, message in (("ppo2", r"--algo-args 'ppo2' is not ALGO:FLAGS \(for example ppo2:--ent-coef=0.01\)"),
                           ("sac:--gamma=0.9", "'sac' is not an algorithm of this command; valid choices: ppo2, a2c"),
                           ("ppo2:--gamma 'x", "No closing quotation"),
                           ("ppo2:gamma=0.9", "'gamma=0.9' is not a flag")):

@@ -75,7 +75,10 @@ def test_pretrainPpo2MatchesExpert(tmp_path):
     data = writeDataset(str(tmp_path / "data"))
     common = ("--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps", "64",
               "--n-steps", "64", "--seed", "1", "--log-dir", str(tmp_path / "logs"))
-    pretrained = runFolder(runTrain(*common, "--pretrain-dataset", data, "--pretrain-epochs", "15"))
+    # the dataset named relative to the working folder; args.json records it absolute (a --resume reads it from any)
+    pretrained = runFolder(runTrain(*common, "--pretrain-dataset", "data", "--pretrain-epochs", "15",
+                                    cwd=str(tmp_path)))
+    assert json.load(open(os.path.join(pretrained, "args.json")))["pretrain_dataset"] == data
     plain = runFolder(runTrain(*common, "--tag", "plain"))
     states = heldOutStates()
     expert = expertAction(states)

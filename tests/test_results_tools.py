@@ -307,6 +307,10 @@ def test_runs_that_are_not_seeds_of_one_setting_are_pooled_with_a_warning(runs, 
         assert any("ppo2 ground_truth: its 2 runs share seed 0" in line for line in warned), warned
         assert any("random_agent ground_truth: its 2 runs differ in num_timesteps" in line
                    and "(--group-by num_timesteps splits them)" in line for line in warned), warned
+    # a bad --welch-test is the error line alone, without the warnings of runs it would have pooled
+    _assertUsage(runModule("replay.gather_results", "--log-dir", log_dir, "--welch-test", "nope", "--output-dir",
+                           tmp_path / "refused"), "--welch-test 'nope' is no SRL model or algorithm of these runs")
+    assert not (tmp_path / "refused").exists()
     result = runModule("replay.gather_results", "--log-dir", runs["log_dir"], "--episode-window", WINDOW,
                        "--group-by", "num_timesteps", "--output-dir", tmp_path / "split")
     assert result.returncode == 0 and "pooled" not in result.stderr, result.stderr
@@ -566,6 +570,25 @@ def test_the_thresholds_line_names_each_groups_values():
     rows = [{**row, "algo": algo, "threshold": 150.0, "threshold_source": "default"} for algo in ("ppo2", "a2c", "sac")]
     text = gather_results.markdown(rows, 40, None)
     assert "Thresholds: MobileRobotGymEnv-v0 (a2c; ppo2; sac) 150 (default).\n" in text
+
+
+def test_a_run_folder_whose_args_json_is_not_a_runs_is_skipped_with_a_warning(tmp_path):
+    """An args.json of valid JSON that is not a run's ({} or a list) was skipped without a word, where one that is
+    not JSON was named: each is now a warning, and the refusal names it when no run is left."""
+    logs = tmp_path / "logs"
+    _fakeRun(logs / "a", [1.0, 2.0, 3.0])
+    for name, text in (("b", "{}"), ("c", "[1, 2]")):
+        (logs / name / "monitor").mkdir(parents=True)
+        (logs / name / "args.json").write_text(text)
+    result = runModule("replay.gather_results", "-i", logs, "--output-dir", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    shown = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert shown == [f"warning: skipping {logs / 'b'}: args.json names no env nor srl_model nor algo (not a run's)",
+                     f"warning: skipping {logs / 'c'}: args.json is not a JSON object (not a run's)"], shown
+    shutil.rmtree(logs / "a")
+    result = runModule("replay.aggregate_plots", "-i", logs, "-o", tmp_path / "plots")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "skipped: 2 unreadable, e.g. " in result.stderr and not (tmp_path / "plots").exists(), result.stderr
 
 
 def test_a_refusal_prints_its_error_alone(tmp_path):

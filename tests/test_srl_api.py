@@ -18,6 +18,7 @@ from environments import dataset_generator
 from srl_models import api as srl
 from srl_models import prepare
 from srl_models.train import main as trainMain
+from srl_toolbox.cli import pythonCommand
 
 TINY = {"num_episode": 3, "max_steps": 20, "img_shape": [3, 32, 32], "renderer": "sprites"}
 
@@ -86,7 +87,9 @@ def test_record_train_measure_load_as_the_commands_do(tinyData, tmp_path, capsys
      "nope"),
     (lambda data, logs: srl.evaluateSRLModel(data, k=3), "is not an SRL model folder"),
     (lambda data, logs: srl.evaluateSRLModel(logs, k="3"), "k '3' must be an integer >= 1"),
-    (lambda data, logs: srl.loadSRLModel(data), "is not an SRL model folder"),
+    # (the command it suggests runs with this interpreter, as every command the toolbox prints does)
+    (lambda data, logs: srl.loadSRLModel(data),
+     f"is not an SRL model folder (no exp_config.json); train one with {pythonCommand()} -m srl_models.train"),
     (lambda data, logs: srl.loadSRLModel(5), "model_folder 5 must be a folder's path"),
 ])
 def test_bad_input_is_the_commands_one_line_and_nothing_written(tinyData, tmp_path, call, message) -> None:

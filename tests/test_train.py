@@ -142,15 +142,27 @@ def test_random_agent_round_trip(tmp_path):
 def test_continue_training_from_saved_model(tmp_path, trainedRun):
 
     first = PPO2Model.load(os.path.join(trainedRun, "ppo2_model.zip"))
+    # the model named relative to the working folder, as a user in the folder of their runs would
+    model_path = os.path.join(trainedRun, "ppo2_model.zip")
     result = runTrain("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
-                      "--num-timesteps", "512", "--log-dir", tmp_path,
-                      "--load-rl-model-path", os.path.join(trainedRun, "ppo2_model.zip"))
-    continued = PPO2Model.load(os.path.join(runFolder(result), "ppo2_model.zip"))
+                      "--num-timesteps", "512", "--log-dir", tmp_path, "--checkpoint-freq", "-1",
+                      "--load-rl-model-path", os.path.relpath(model_path, os.path.dirname(trainedRun)),
+                      cwd=os.path.dirname(trainedRun))
+    run_dir = runFolder(result)
+    continued = PPO2Model.load(os.path.join(run_dir, "ppo2_model.zip"))
     # the step counter goes on from the saved model, and the weights moved on from it
     assert continued.num_timesteps >= first.num_timesteps + 512
     before = first.model.policy.state_dict()
     after = continued.model.policy.state_dict()
     assert any(not np.allclose(before[k].numpy(), after[k].numpy()) for k in before)
+    # args.json records the model's path absolute: a run killed before its first save starts again from step 0 with
+    # --resume from any folder (a relative path, recorded as given, was looked for in the folder of the --resume)
+    assert json.load(open(os.path.join(run_dir, "args.json")))["load_rl_model_path"] == model_path
+    for name in ("ppo2_model.zip", "manifest.json", "vecnormalize.npz"):
+        os.remove(os.path.join(run_dir, name))  # (as killed before its first save: no checkpoint with -1)
+    resumed = runTrain("--resume", run_dir, cwd=str(tmp_path))
+    assert "No checkpoint to resume from: training again from the start" in resumed.stdout, resumed.stdout
+    assert PPO2Model.load(os.path.join(run_dir, "ppo2_model.zip")).num_timesteps == continued.num_timesteps
 
 
 def test_enjoy_replays_and_writes_gif(tmp_path, trainedRun):

@@ -32,7 +32,7 @@ from environments import getEnvClass, registered_env
 from environments.registry import envChoicesText
 from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.checkpointing import Checkpoint, DamagedCheckpointError, checkModelFile, checkpointFolders
-from rl_baselines.core.manifests import readManifest
+from rl_baselines.core.manifests import MANIFEST_FILE, readManifest
 from rl_baselines.core.plugin_v1 import loadModel, makeEnv
 from rl_baselines.core.registry import algoChoicesText, registered_rl
 from rl_baselines.core.run_folder import RunFolder, recordedPhysicsKeywords
@@ -368,6 +368,25 @@ def firstSaveText(train_args: TrainConfig) -> str:
             f"model {bestSaveText(train_args)}")
 
 
+def savedModelGone(folder: str, name: str) -> str | None:
+    """
+    :param folder: a model folder whose model file ``name`` is missing
+    :return: what its manifest says of it when the manifest lists that file (the run saved it, and it was deleted or
+        moved since: ``the run saved it at step N (a finished run; manifest.json lists it): deleted or moved since``),
+        else None (no manifest, an unreadable one, or one that does not list it: no model saved yet)
+    """
+    try:
+        manifest = readManifest(folder)
+    except DamagedCheckpointError:
+        return None
+    if manifest is None or name not in manifest["files"]:
+        return None
+    steps = manifest.get("num_timesteps")
+    at = f" at step {steps:,}" if isinstance(steps, int) else ""
+    finished = ", a finished run" if manifest.get("finished") is True else ""
+    return f"the run saved it{at} ({MANIFEST_FILE} lists it{finished}): deleted or moved since"
+
+
 def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = None, flag: str = "--log-dir",
             train_args: TrainConfig | None = None, checkpoint: int | str | None = None,
             checkpoint_flag: str | None = None) -> LoadedRun:
@@ -423,7 +442,7 @@ def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = No
                 f"from an evaluation is there: {best} ({best_way})"
                 if which == "latest" and checkpoint is None and os.path.isfile(best) else "")
         if which == "latest" and checkpoint is None and not hint:
-            hint = f"; {firstSaveText(train_args)}"
+            hint = f"; {savedModelGone(model_folder, os.path.basename(model_path)) or firstSaveText(train_args)}"
         if which == "best" and checkpoint is None:
             hint = f"; a run saves one {bestSaveText(train_args)}; {latest_way} the last saved model"
         saved = f"model of {what}" if checkpoint is not None else f"{which} model"

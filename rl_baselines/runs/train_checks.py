@@ -75,7 +75,8 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     :param registered_rl: the algorithm table (the valid choices a refusal lists: a command that accepts fewer
         algorithms than train, such as hyperparam_search, passes those only)
     :return: the run's frozen config: the device, the torch threads, a learned SRL model's folder and image size
-        resolved, the typed hyperparameters, the env's keywords and the steps a continued model already did
+        resolved, the typed hyperparameters, the env's keywords and the steps a continued model already did; the
+        continued model's and the pretraining dataset's paths absolute
     :raises UsageError: on any bad input, with a one-line message
     """
     algo_class, _, action_types = registered_rl[args.algo]
@@ -187,6 +188,9 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     # the algorithm's own autos (--precision), then auto threads last: they depend on the algorithm's own flags as
     # applied (a continued model's extractor included)
     args = args.replace(**algo_class.resolvedOptions(args.argsRecord()))
+    # the files the run reads by path, made absolute for args.json: a --resume from another folder reads the same
+    args = args.replace(**{name: os.path.abspath(path) for name, path in (
+        ("load_rl_model_path", args.load_rl_model_path), ("pretrain_dataset", args.pretrain_dataset)) if path})
     return args.replace(torch_threads=runThreadsFor(algo_class, args.torch_threads, args.argsRecord()))
 
 

@@ -60,9 +60,10 @@ def trainSettings(args: dict[str, Any]) -> dict[str, Any]:
             if name not in NOT_A_RESULT and not (name.startswith("hp_") and value is None)}
 
 
-# Settings the train command resolves from others (a learned model's image size, the model a run continues): args.json
-# holds the resolved value where the command line left it open, so they are not compared with the command line's.
-RESOLVED = frozenset({"img_shape", "latest", "load_rl_model_path"})
+# Settings the train command resolves from others (a learned model's image size, the model a run continues, the paths
+# it reads, made absolute): args.json holds the resolved value where the command line left it open, so they are not
+# compared with the command line's.
+RESOLVED = frozenset({"img_shape", "latest", "load_rl_model_path", "pretrain_dataset"})
 
 
 def specSettings(spec: Any) -> dict[str, Any]:

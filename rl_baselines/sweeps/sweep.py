@@ -278,7 +278,7 @@ def makeSpec(algo: str, env: str, srl_model: str, seed: int, train_args: Sequenc
 
 def parseAlgoArgs(items: Sequence[str], algos: Sequence[str]) -> dict[str, list[str]]:
     """
-    The per-algorithm form of train flags, ``--algo-args ALGO:FLAGS`` (``reinforce:--pg-lr=0.01``, or several flags
+    The per-algorithm form of train flags, ``--algo-args ALGO:FLAGS`` (``ppo2:--ent-coef=0.01``, or several flags
     in one quoted string: ``"ppo2:--n-steps 64 --gamma 0.9"``); the flags go to that algorithm's runs only, after
     the flags shared by every run. Whether train accepts them is checked with the rest (:func:`checkGrid`).
 
@@ -291,7 +291,7 @@ def parseAlgoArgs(items: Sequence[str], algos: Sequence[str]) -> dict[str, list[
     for item in items:
         algo, separator, text = item.partition(":")
         if not separator or not algo or not text.strip():
-            raise UsageError(f"--algo-args {item!r} is not ALGO:FLAGS (for example reinforce:--pg-lr=0.01)")
+            raise UsageError(f"--algo-args {item!r} is not ALGO:FLAGS (for example ppo2:--ent-coef=0.01)")
         if algo not in algos:
             raise UsageError(f"--algo-args {item!r}: {algo!r} is not an algorithm of this command; valid choices: "
                              f"{', '.join(unique(algos))}")
