@@ -152,9 +152,10 @@ def test_a_searched_rollout_fits_twice_in_the_budget(tmp_path, algo, flags, budg
 
 class _FinishedRun:
     """A trial's train process, faked: it writes a whole run at once (4 episodes of 250 steps, rewards 1..4), is
-    still running at the first poll and has exited (with ``code``, None: never) at the next ones."""
+    still running at the first poll and has exited (with ``code``, None: never) at the next ones; ``finishing``: its
+    final model saved (manifest.json: finished), it runs on until waited for, then exits with ``code``."""
 
-    def __init__(self, command, code: int | None, **_kwargs) -> None:
+    def __init__(self, command, code: int | None, finishing: bool = False, **_kwargs) -> None:
         run_dir = os.path.join(command[command.index("--log-dir") + 1], ENV, "ground_truth", "ppo2", "run")
         os.makedirs(os.path.join(run_dir, "monitor"))
         with open(os.path.join(run_dir, "args.json"), "w") as handle:
@@ -162,25 +163,35 @@ class _FinishedRun:
         rows = "".join(f"{reward}.0,250,{reward}.0\n" for reward in (1, 2, 3, 4))
         with open(os.path.join(run_dir, "monitor", "0.monitor.csv"), "w") as handle:
             handle.write(f'#{{"t_start": 0.0, "env_id": "{ENV}"}}\nr,l,t\n{rows}')
-        self.code, self.polls, self.returncode, self.pid = code, 0, None, -1
+        if finishing:
+            with open(os.path.join(run_dir, "manifest.json"), "w") as handle:
+                json.dump({"files": {}, "finished": True}, handle)
+        self.code, self.finishing, self.polls, self.returncode, self.pid = code, finishing, 0, None, -1
 
     def poll(self) -> int | None:
         self.polls += 1
-        if self.polls > 1:
+        if self.polls > 1 and not self.finishing:
             self.returncode = self.code
         return self.returncode
 
+    def wait(self, timeout=None) -> int | None:
+        self.returncode = self.code
+        return self.returncode
 
-@pytest.mark.parametrize("code, state, value, exit_code", [(0, "COMPLETE", 2.5, 130), (None, "FAIL", None, 130)])
-def test_a_ctrl_c_as_a_trials_run_has_just_ended_scores_it(tmp_path, monkeypatch, capsys, code, state, value,
-                                                           exit_code):
+
+@pytest.mark.parametrize("code, finishing, state, value", [(0, False, "COMPLETE", 2.5), (None, False, "FAIL", None),
+                                                           (0, True, "COMPLETE", 2.5)])
+def test_a_ctrl_c_as_a_trials_run_has_just_ended_scores_it(tmp_path, monkeypatch, capsys, code, finishing, state,
+                                                           value):
     """The Ctrl-C comes while the search waits between two polls, and the run exits in that time: a run that
     exited normally is scored (it was recorded failed, "interrupted", and the search found no completed trial); one
-    still running is stopped and recorded failed. Either way the search stops after that trial, exit 130."""
+    still running is stopped and recorded failed; one that had saved its final model is waited for (its last writes
+    and its exit: it was recorded failed, its score known) and scored. Either way the search stops after that trial,
+    exit 130."""
     children = []
 
     def popen(command, **kwargs):
-        children.append(_FinishedRun(command, code))
+        children.append(_FinishedRun(command, code, finishing))
         return children[-1]
 
     def ctrlC(_seconds):
@@ -196,7 +207,7 @@ def test_a_ctrl_c_as_a_trials_run_has_just_ended_scores_it(tmp_path, monkeypatch
     result = hyperparam_search.main([*BASE, "--algo", "ppo2", "--num-timesteps", "1000", "--n-evaluations", "2",
                                      "--optimizer", "random", "--pruner", "none", "--log-dir", str(log_dir)])
     output = capsys.readouterr()
-    assert result == exit_code and len(children) == 1, output
+    assert result == 130 and len(children) == 1, output
     study = optuna.load_study(study_name=f"ppo2_{ENV}_ground_truth_random",
                               storage=f"sqlite:///{log_dir}/hyperparam_search/ppo2_{ENV}_ground_truth_random.db")
     (trial,) = study.trials

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from rl_baselines.core.manifests import CheckpointError, readManifest
 from rl_baselines.core.run_folder import ARGS_FILE, RunFolder
 from rl_baselines.runs.evaluation_files import readEvaluations
 from rl_baselines.runs.monitor_files import MonitorTail, runEnvsOf
@@ -63,6 +64,9 @@ from srl_toolbox.terminal import writeAboveBar
 
 # Seconds between two reads of a running trial's monitor files.
 POLL_S = 0.5
+# Seconds a trial's run that had saved its final model when a Ctrl-C came gets to exit (its last writes), to be scored
+# rather than stopped as one still training; a second Ctrl-C stops it at once.
+FINISHING_WAIT_S = 10.0
 
 
 class TrialFailed(Exception):
@@ -237,6 +241,18 @@ class _TrialWatch:
             self.tail.close()
 
 
+def savedFinalModel(folder: str) -> bool:
+    """:param folder: a trial's folder
+    :return: whether its run saved its final model (the manifest beside the run's model says finished): it trained to
+        its end, and what is left is its last writes and its exit"""
+    found = trialRun(folder)
+    try:
+        manifest = None if found is None else readManifest(found[0])
+    except CheckpointError:
+        return False
+    return manifest is not None and manifest.get("finished") is True
+
+
 def _trialFolder(output_dir: str, number: int) -> str:
     """:return: a new folder for trial ``number`` (suffixed if an earlier study left one of that name)"""
     os.makedirs(output_dir, exist_ok=True)
@@ -339,6 +355,11 @@ class TrialObjective:
                         self.tick()
                     time.sleep(POLL_S)
             except KeyboardInterrupt as interrupt:
+                if child.poll() is None and savedFinalModel(folder):  # trained to its end: let it exit
+                    try:
+                        child.wait(FINISHING_WAIT_S)
+                    except (subprocess.TimeoutExpired, KeyboardInterrupt):  # (a second Ctrl-C: stopped below)
+                        pass
                 if child.poll() != 0:  # still running (stopped below), or failed
                     trial.set_user_attr("error", "interrupted")
                     raise
