@@ -508,6 +508,10 @@ def test_resume_refusals_and_finished_run(tmp_path, shortRun, capsys):
                                                                  num_cpu=1).argsRecord()))  # (as validated)
     with pytest.raises(UsageError, match="cem does not implement saveTrainingState/loadTrainingState"):
         train.main(["--resume", str(plugin_run)])
+    for text, what in (("{}", "names no algorithm"), ("[1, 2]", "holds a list")):  # (it said: names algorithm None)
+        (plugin_run / "args.json").write_text(text)
+        with pytest.raises(UsageError, match=f"args.json {what}: not the settings of a run of rl_baselines.train$"):
+            train.main(["--resume", str(plugin_run)])
     assert train.main(["--resume", shortRun, "--no-vis"]) == 0
     assert "Already finished (500 steps)" in capsys.readouterr().out
     # a run that another process is training right now (it holds the run's lock)

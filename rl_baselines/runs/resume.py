@@ -73,6 +73,7 @@ from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmpty
 from srl_toolbox.devices import parseDevice, parseThreads, reuseDevice
 from srl_toolbox.files import readJson, removeTemporaries, writeJson
 from srl_toolbox.locks import tryLock
+from srl_toolbox.text import withArticle
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
@@ -456,10 +457,12 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
         raise UsageError(notARunRefusal(run_dir)) from None
     except (OSError, ValueError) as error:
         raise UsageError(f"--resume: {run_dir}/args.json is unreadable ({error})") from None
-    if not isinstance(saved, dict) or saved.get("algo") not in registered_rl:
-        algo = saved.get("algo") if isinstance(saved, dict) else None
-        raise UsageError(f"--resume: {run_dir}/args.json names algorithm {algo!r}, which is not installed"
-                         f"{algoChoicesText(str(algo), typed=False)}")
+    if not isinstance(saved, dict) or "algo" not in saved:  # (valid JSON, not a run's: edited, or another tool's)
+        what = "names no algorithm" if isinstance(saved, dict) else f"holds {withArticle(type(saved).__name__)}"
+        raise UsageError(f"--resume: {run_dir}/args.json {what}: not the settings of a run of rl_baselines.train")
+    if saved["algo"] not in registered_rl:
+        raise UsageError(f"--resume: {run_dir}/args.json names algorithm {saved['algo']!r}, which is not installed"
+                         f"{algoChoicesText(str(saved['algo']), typed=False)}")
     algo_class = registered_rl[saved["algo"]][0]
     try:
         saved = upgradeArgsRecord(saved)
