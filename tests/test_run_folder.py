@@ -11,9 +11,8 @@ import pytest
 from conftest import runFolder, runTrain
 
 from replay.enjoy_baselines import insideRunFlag
-from rl_baselines.core import manifests, run_folder
-from rl_baselines.core.manifests import MANIFEST_FILE
-from rl_baselines.core.run_folder import RunFolder, newStamp
+from rl_baselines.core import run_folder
+from rl_baselines.core.run_folder import MANIFEST_FILE, RunFolder, newStamp
 from rl_baselines.envs import factory
 from rl_baselines.envs.factory import NORMALISATION_FILE
 from rl_baselines.runs import train
@@ -134,12 +133,13 @@ def test_a_file_of_a_run_is_refused_naming_the_run(tmp_path) -> None:
 
 def test_no_module_spells_the_file_names_itself() -> None:
     """A name changes in one line: the RL, replay and benchmark modules ask RunFolder (or the constant of the module
-    that defines a name: NORMALISATION_FILE, MANIFEST_FILE, RUN_RECORD_FILE) for every path."""
+    that defines a name: NORMALISATION_FILE, RUN_RECORD_FILE) for every path."""
     defined_in = {run_folder.__file__: [run_folder.ARGS_FILE, run_folder.ENV_GLOBALS_FILE, run_folder.PROGRESS_FILE,
                                         run_folder.EVALUATIONS_FILE, run_folder.HYPERPARAMS_FILE,
                                         run_folder.LEARNING_CURVE_FILE, run_folder.STAMP_FORMAT,
-                                        run_folder.DAMAGED_CHECKPOINTS_DIR, run_folder.MONITOR_SUFFIX],
-                  factory.__file__: [NORMALISATION_FILE], manifests.__file__: [MANIFEST_FILE],
+                                        run_folder.DAMAGED_CHECKPOINTS_DIR, run_folder.MONITOR_SUFFIX,
+                                        MANIFEST_FILE],
+                  factory.__file__: [NORMALISATION_FILE],
                   srl_config.__file__: [RUN_RECORD_FILE]}
     # folder names that are also words of the commands (--model best, a run state's "monitor" sizes): as a path part
     folders = [run_folder.BEST_DIR, run_folder.MONITOR_DIR, run_folder.CHECKPOINTS_DIR]

@@ -16,10 +16,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rl_baselines.core.run_folder import MANIFEST_FILE as MANIFEST_FILE  # (re-exported: the module's file)
 from rl_baselines.envs.factory import NORMALISATION_FILE
 from srl_toolbox.files import readJson, sha256File, writeJson
 
-MANIFEST_FILE = "manifest.json"
 MANIFEST_FORMAT = 1
 
 

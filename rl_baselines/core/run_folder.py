@@ -36,6 +36,9 @@ CHECKPOINTS_DIR = "checkpoints"
 # The best model so far (by evaluation with --eval-freq, else by mean training reward), saved as the latest is
 BEST_DIR = "best"
 DAMAGED_CHECKPOINTS_DIR = "damaged_checkpoints"
+# Beside each saved model (the run folder's, a checkpoint's, best/): its files' checksums and what it is
+# (rl_baselines.core.manifests); named here so that readers of run folders need not import what manifests.py does
+MANIFEST_FILE = "manifest.json"
 
 
 def newStamp(now: datetime.datetime | None = None) -> str:

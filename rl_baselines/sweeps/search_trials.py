@@ -42,8 +42,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from rl_baselines.core.manifests import CheckpointError, readManifest
-from rl_baselines.core.run_folder import ARGS_FILE, RunFolder
+from rl_baselines.core.run_folder import ARGS_FILE, MANIFEST_FILE, RunFolder
 from rl_baselines.runs.evaluation_files import readEvaluations
 from rl_baselines.runs.monitor_files import MonitorTail, runEnvsOf
 from rl_baselines.sweeps.log_errors import lastLogError
@@ -59,6 +58,7 @@ from rl_baselines.sweeps.search_study import (
     trialValues,
 )
 from srl_toolbox.devices import threadsEnvironment
+from srl_toolbox.files import readJson
 from srl_toolbox.signals import raiseTerminated, stopSignalsBlocked, unblockStopSignals
 from srl_toolbox.terminal import writeAboveBar
 
@@ -246,11 +246,11 @@ def savedFinalModel(folder: str) -> bool:
     :return: whether its run saved its final model (the manifest beside the run's model says finished): it trained to
         its end, and what is left is its last writes and its exit"""
     found = trialRun(folder)
-    try:
-        manifest = None if found is None else readManifest(found[0])
-    except CheckpointError:
+    try:  # (read as JSON: a search worker does not import what rl_baselines.core.manifests does, torch's SB3)
+        manifest = None if found is None else readJson(os.path.join(found[0], MANIFEST_FILE))
+    except (OSError, ValueError):
         return False
-    return manifest is not None and manifest.get("finished") is True
+    return isinstance(manifest, dict) and manifest.get("finished") is True
 
 
 def _trialFolder(output_dir: str, number: int) -> str:
