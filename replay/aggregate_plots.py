@@ -15,11 +15,13 @@ some runs lacking them gets none, with a warning naming one such run. Such a met
 episode (runs shorter than their env's episodes) count in its evaluation curve only: its training curve averages the
 others, or is not drawn when none has an episode. A method measured on training episodes leaves those runs out, with
 a warning (replay.results.measuredRuns). Two methods (envs) whose files would have the same name once the characters a
-file name cannot hold are made ``_`` (tags ``a b`` and ``a_b``) each get a digest appended (``_fileStems``).
+file name cannot hold are made ``_`` (tags ``a b`` and ``a_b``) each get a digest appended (``_fileStems``); a method
+whose name is longer than a file's can be is cut to fit, with a digest (``_fitted``).
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -51,8 +53,8 @@ from replay.results import (
     saveCurves,
     warnMixedMethods,
 )
-from srl_toolbox.cli import CLIParser, checkOutputFiles, nonEmptyText, positiveInt, runCommand
-from srl_toolbox.files import atomicPath
+from srl_toolbox.cli import CLIParser, checkOutputFiles, nameMax, nonEmptyText, positiveInt, runCommand
+from srl_toolbox.files import TEMPORARY_NAME_EXTRA, atomicPath
 from srl_toolbox.plots import STEPS_AXIS_LABEL
 from srl_toolbox.terminal import HeldWarnings
 
@@ -123,8 +125,8 @@ def plotCurves(path: str, curves: Sequence[tuple[str, object, object]], title: s
     # (legendLabel), so that a long one leaves the axes most of the figure's width
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), title="mean, 95% CI across seeds", fontsize="small")
     figure.tight_layout()
-    with atomicPath(path) as tmp_path:
-        figure.savefig(tmp_path, format="png")
+    with atomicPath(path) as tmp_path:  # (tight: a legend taller than the axes, long labels, is drawn whole)
+        figure.savefig(tmp_path, format="png", bbox_inches="tight")
 
 
 LEGEND_LABEL_CHARS = 40  # a legend label wraps past this width, so that a long one does not squeeze the axes
@@ -172,15 +174,39 @@ def _fileStems(prefix: str, groups: dict[tuple, list], group_by: Sequence[str]) 
         ``PREFIX_<env>_<algo>_<srl-model>[_<key>_<value>...]``), each followed by FILE_ENDS; where two envs or two
         methods would write files of the same name (characters a file name cannot hold become ``_``: ``--group-by
         tag`` with tags ``a b`` and ``a_b``), each of them gets a digest of its env (method) appended
-        (replay.results.distinctStems), and other stems are unchanged
+        (replay.results.distinctStems), and other stems are unchanged; a method's name longer than the file system
+        takes is cut to fit, with a digest (:func:`_fitted`)
     """
     envs = dict.fromkeys(key[0] for key in groups)
     figures = distinctStems({env: f"{prefix}_{safeName(env)}" for env in envs}, FILE_ENDS)
     identities = {key: json.dumps([list(key), list(group_by)]) for key in groups}
-    curves = distinctStems({identities[key]: f"{prefix}_{safeName(key[0])}_"
-                                             f"{safeName(methodLabel(key, group_by).replace(' ', '_'))}"
-                            for key in groups}, FILE_ENDS)
+    # the most bytes a method's name may take after its env's (its longest file: _evaluation.npz, and its temporary)
+    room = nameMax(os.path.dirname(prefix) or ".") - TEMPORARY_NAME_EXTRA - len(f"{FILE_ENDS[-1]}.npz")
+    curves = {}
+    for key in groups:
+        start = f"{prefix}_{safeName(key[0])}_"
+        label = safeName(methodLabel(key, group_by).replace(" ", "_"))
+        curves[identities[key]] = start + _fitted(label, identities[key], room - len(os.fsencode(os.path.basename(
+            start))))
+    curves = distinctStems(curves, FILE_ENDS)
     return figures, {key: curves[identity] for key, identity in identities.items()}
+
+
+def _fitted(name: str, identity: str, room: int) -> str:
+    """
+    :param name: a method's part of its files' names
+    :param identity: the method's identity
+    :param room: the bytes the file system leaves it
+    :return: ``name``, or where it is longer than ``room`` (a long --group-by value: a search's hyperparameters) its
+        start, cut to fit, then ``_`` and the first 8 hexadecimal digits of the SHA-1 of ``identity`` (the same at
+        every call; the curves' files hold the whole label); unchanged where not even that fits (the prefix is too
+        long: refused as given)
+    """
+    encoded = os.fsencode(name)
+    if len(encoded) <= room or room < 10:
+        return name
+    digest = hashlib.sha1(identity.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return f"{encoded[:room - 9].decode('utf-8', 'ignore')}_{digest}"
 
 
 def checkedInputs(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, dict[tuple, list[Run]],

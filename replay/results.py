@@ -369,10 +369,9 @@ def warnMixedMethods(groups: dict[tuple, list[Run]], group_by: Sequence[str] = (
             continue
         reasons = ([f"differ in {', '.join(names)}"] if names else []) + (
             [f"share seed {', '.join(map(str, shared))}"] if shared else [])
-        simple = [name for name in names if all(not isinstance(run.args.get(name), (dict, list)) for run in runs)]
         warnings.warn(f"{key[0]} {methodLabel(key, group_by)}: its {len(runs)} runs {' and '.join(reasons)}, and are "
-                      "pooled as the seeds of one method" + (f" (--group-by {' '.join(simple)} splits them)"
-                                                            if simple else ""), stacklevel=2)
+                      "pooled as the seeds of one method" + (f" (--group-by {' '.join(names)} splits them)"
+                                                            if names else ""), stacklevel=2)
 
 
 def methodLabel(key: tuple, group_by: Sequence[str] = ()) -> str:

@@ -357,6 +357,31 @@ def test_methods_and_envs_whose_file_names_read_alike_get_files_of_their_own(tmp
            for env in ("My/Env-v0", "My_Env-v0")])
 
 
+def test_a_method_named_longer_than_a_file_name_can_be_is_cut_with_a_digest(tmp_path):
+    """--group-by hyperparam on a search's trials (every sampled value in the name) was refused: the .npz's name was
+    over the file system's 255 bytes. The method's part is cut to fit, with a digest of the method, the same at every
+    call; the file keeps the whole label, the figure draws its whole legend, and the warning of runs pooled with other
+    hyperparameters names that --group-by."""
+    values = [[f"learning_rate:{0.001 * seed:.17f}", *(f"setting_{index}:{seed}" for index in range(20))]
+              for seed in (1, 2)]
+    for seed, hyperparam in enumerate(values):
+        _fakeRun(tmp_path / "runs" / str(seed), [[float(seed), 1.0]], seed=seed, hyperparam=hyperparam)
+    result = runModule("replay.aggregate_plots", "-i", tmp_path / "runs", "-o", tmp_path / "pooled" / "t")
+    assert result.returncode == 0 and "(--group-by hyperparam splits them)" in result.stderr, result.stderr
+    for attempt in range(2):
+        result = runModule("replay.aggregate_plots", "-i", tmp_path / "runs", "--group-by", "hyperparam", "-o",
+                           tmp_path / "a" / "t")
+        assert result.returncode == 0, result.stderr
+        names = sorted(name for name in os.listdir(tmp_path / "a") if name.endswith(".npz"))
+        assert len(names) == 2 and all(len(os.fsencode(name)) <= 255 - 14 for name in names), names
+        for hyperparam in values:
+            label = f"ppo2 ground_truth hyperparam={hyperparam}"
+            digest = _nameDigest(json.dumps([[ENV, "ground_truth", "ppo2", str(hyperparam)], ["hyperparam"]]))
+            (name,) = [name for name in names if name.endswith(f"_{digest}.npz")]
+            assert name.startswith(f"t_{ENV}_ppo2_ground_truth_hyperparam___learning_rate_0.00"), name
+            assert loadCurves(str(tmp_path / "a" / name))["label"] == label
+
+
 def test_group_by_reads_an_older_args_json_as_the_run_applied_it(tmp_path):
     """An args.json recorded before train recorded what a run applied holds the flags train warned do nothing as
     given (``random_target: true`` on CarRacing, ``fpv: true`` or ``--features-extractor small`` on a state,
