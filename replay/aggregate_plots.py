@@ -21,7 +21,6 @@ whose name is longer than a file's can be is cut to fit, with a digest (``_fitte
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -46,6 +45,7 @@ from replay.results import (
     groupRuns,
     hasEpisodes,
     hasEvaluations,
+    identityDigest,
     measuredRuns,
     methodLabel,
     plural,
@@ -205,8 +205,7 @@ def _fitted(name: str, identity: str, room: int) -> str:
     encoded = os.fsencode(name)
     if len(encoded) <= room or room < 10:
         return name
-    digest = hashlib.sha1(identity.encode("utf-8", "surrogateescape")).hexdigest()[:8]
-    return f"{encoded[:room - 9].decode('utf-8', 'ignore')}_{digest}"
+    return f"{encoded[:room - 9].decode('utf-8', 'ignore')}_{identityDigest(identity)}"
 
 
 def checkedInputs(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, dict[tuple, list[Run]],

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import glob
-import hashlib
 import os
 import re
 import sys
@@ -40,7 +39,15 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from tqdm import tqdm
 
-from replay.results import distinctStems, loadRunEvaluations, plural, runProgress, sweepFailure, warnNanRewards
+from replay.results import (
+    distinctStems,
+    identityDigest,
+    loadRunEvaluations,
+    plural,
+    runProgress,
+    sweepFailure,
+    warnNanRewards,
+)
 from rl_baselines.core.run_folder import RunFolder, insideRunRefusal
 from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, MonitorFileError, loadEpisodes, runEnvsOf
 from srl_toolbox.cli import (
@@ -138,8 +145,7 @@ def visdomRunId(run_dir: str, root: str) -> str:
         visdom ids cannot hold become ``_`` (``a/b/run`` and ``a_b/run``); the same folder keeps its windows
     """
     readable = os.path.relpath(run_dir, os.path.dirname(os.path.abspath(root)))
-    digest = hashlib.sha1(os.path.realpath(run_dir).encode("utf-8", "surrogateescape")).hexdigest()[:8]
-    return f"{readable}_{digest}"
+    return f"{readable}_{identityDigest(os.path.realpath(run_dir))}"
 
 
 def _titleLines(title: str, width: int = TITLE_WIDTH) -> str:

@@ -586,6 +586,12 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
+def identityDigest(identity: str, digits: int = 8) -> str:
+    """:return: the first ``digits`` hexadecimal digits of the SHA-1 of ``identity``: what a file name gets in place
+    of (or after) a thing's name to tell it apart, the same at every call"""
+    return hashlib.sha1(identity.encode("utf-8", "surrogateescape")).hexdigest()[:digits]
+
+
 def distinctStems(stems: Mapping[str, str], ends: Sequence[str] = ("",)) -> dict[str, str]:
     """
     File names that two things written by one call (runs, methods) never share. A thing's files are its stem followed
@@ -613,8 +619,7 @@ def distinctStems(stems: Mapping[str, str], ends: Sequence[str] = ("",)) -> dict
     result = dict(stems)
     for digits in (8, 40):
         for identity in clashing(result):
-            digest = hashlib.sha1(identity.encode("utf-8", "surrogateescape")).hexdigest()
-            result[identity] = f"{stems[identity]}_{digest[:digits]}"
+            result[identity] = f"{stems[identity]}_{identityDigest(identity, digits)}"
     left = clashing(result)
     if left:
         raise UsageError(f"{', '.join(left)} would write files of the same name ({result[left[0]]}); rename one of "

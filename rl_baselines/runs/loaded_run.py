@@ -32,10 +32,10 @@ from environments import getEnvClass, registered_env
 from environments.registry import envChoicesText
 from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.checkpointing import Checkpoint, DamagedCheckpointError, checkModelFile, checkpointFolders
-from rl_baselines.core.manifests import MANIFEST_FILE, readManifest
+from rl_baselines.core.manifests import readManifest
 from rl_baselines.core.plugin_v1 import loadModel, makeEnv
 from rl_baselines.core.registry import algoChoicesText, registered_rl
-from rl_baselines.core.run_folder import RunFolder, recordedPhysicsKeywords
+from rl_baselines.core.run_folder import MANIFEST_FILE, RunFolder, recordedPhysicsKeywords
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import NORMALISATION_FILE, findVecNormalize
 from rl_baselines.runs.run_policy import (
