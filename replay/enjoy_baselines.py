@@ -307,6 +307,17 @@ def captionFrame(frame: np.ndarray, lines: Sequence[str], min_width: int = 256) 
     return np.concatenate((np.ascontiguousarray(frame, dtype=np.uint8), band), axis=0)
 
 
+def episodeLine(episode_rewards: list[float]) -> str:
+    """
+    :param episode_rewards: the rewards of the episodes finished so far, the newest last
+    :return: the line said as an episode ends: its number and reward and, from the second on, the mean so far (the
+        first one's mean is its reward: said once)
+    """
+    count = len(episode_rewards)
+    line = f"Episode {count}: reward {episode_rewards[-1]:.2f}"
+    return line if count == 1 else f"{line}, mean of {count}: {float(np.mean(episode_rewards)):.2f}"
+
+
 def noEpisodeLine(steps: int, running: np.ndarray) -> str:
     """
     :param steps: the env steps played, of all envs together
@@ -481,8 +492,7 @@ def play(argv: Sequence[str] | None = None) -> int:
             for index in np.flatnonzero(dones):
                 episode_rewards.append(float(running[index]))
                 running[index] = 0.0
-                count = len(episode_rewards)
-                bar.write(f"{count} episode{'' if count == 1 else 's'} - mean reward: {np.mean(episode_rewards):.2f}")
+                bar.write(episodeLine(episode_rewards))
     except KeyboardInterrupt:  # e.g. watching with --render: keep what was played
         bar.write(f"Interrupted after {steps} steps")
         interrupted = True

@@ -1,6 +1,6 @@
-"""What a replay (``replay.enjoy_baselines``) tells its user: the model file it plays, the line of a replay in which
-no episode finished, the visdom environment of its live plots and the action figure's title; and a SIGINT stops a
-replay started with it ignored. The checkpoint lines: tests/test_enjoy_checkpoints.py."""
+"""What a replay (``replay.enjoy_baselines``) tells its user: the model file it plays, the line of each finished episode
+and of a replay in which no episode finished, the visdom environment of its live plots and the action figure's title;
+and a SIGINT stops a replay started with it ignored. The checkpoint lines: tests/test_enjoy_checkpoints.py."""
 from __future__ import annotations
 
 import argparse
@@ -49,6 +49,12 @@ def test_the_no_episode_line_says_whose_reward_it_is():
     assert enjoy_baselines.noEpisodeLine(20, np.array([1.5])) == "No episode finished in 20 steps; reward so far: 1.50"
     assert enjoy_baselines.noEpisodeLine(20, np.array([1.0, 2.0, 0.0, 1.0])) == (
         "No episode finished in 20 steps (4 envs, 5 steps each); mean reward so far per env: 1.00")
+
+
+def test_each_episode_line_gives_its_reward_and_says_a_mean_only_of_several():
+    """The first episode's line said "mean reward" of one episode, which the closing line then said again."""
+    assert enjoy_baselines.episodeLine([12.5]) == "Episode 1: reward 12.50"
+    assert enjoy_baselines.episodeLine([12.5, -2.5, 5.0]) == "Episode 3: reward 5.00, mean of 3: 5.00"
 
 
 MISSING = object()  # args.json without the key (a run recorded before it)

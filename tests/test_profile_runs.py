@@ -1,9 +1,20 @@
 """benchmarks.profile_runs: how py-spy's stacks of a training run are sorted into categories."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from benchmarks.profile_runs import CATEGORIES, categorise, readProfile
+from benchmarks.profile_runs import (
+    CASES,
+    CATEGORIES,
+    categorise,
+    envsText,
+    machineBusySeconds,
+    readProfile,
+    trainArguments,
+)
+from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 
 MAIN = 'process 1:"python -m rl_baselines.train"'
 LEARN = (f"{MAIN};<module> (rl_baselines/train.py:5);"
@@ -42,3 +53,22 @@ def test_a_raw_profile_is_summed_by_category(tmp_path):
                     f"{LEARN};PPO.train (stable_baselines3/ppo/ppo.py:230) 3\n"
                     f"{MAIN};<module> (rl_baselines/train.py:5) 5\n")
     assert readProfile(str(path)) == {"PPO update": 10, "start-up": 5}
+
+
+def test_runs_are_profiled_at_ppo2s_default_envs_unless_told():
+    case = CASES["mobile-raw"]
+    default = trainArguments(case, "sprites", 4096, "/tmp/runs", None)
+    assert "--num-cpu" not in default  # as a user leaves it: ppo2's DEFAULT_ENVS and its vec env
+    assert envsText(None).startswith(f"{PPO2Model.DEFAULT_ENVS} envs (its default")
+    told = trainArguments(case, "sprites", 4096, "/tmp/runs", None, 1)
+    assert told[told.index("--num-cpu") + 1] == "1"
+    assert envsText(1) == "1 env" and envsText(2) == "2 envs (--num-cpu 2)"
+
+
+def test_the_machines_busy_time_is_read_from_proc_stat_and_grows_with_work():
+    before = machineBusySeconds()
+    assert before is not None and before > 0  # Linux: /proc/stat
+    deadline = time.process_time() + 0.3
+    while time.process_time() < deadline:  # 0.3 s of this process's CPU
+        pass
+    assert machineBusySeconds() - before >= 0.2  # clock ticks of 10 ms: counted in whole ticks
