@@ -48,7 +48,7 @@ from replay.results import (
     sweepFailure,
     warnNanRewards,
 )
-from rl_baselines.core.run_folder import RunFolder, insideRunRefusal
+from rl_baselines.core.run_folder import MANIFEST_FILE, RunFolder, insideRunRefusal
 from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, MonitorFileError, loadEpisodes, runEnvsOf
 from srl_toolbox.cli import (
     DEFAULT_VISDOM_PORT,
@@ -335,16 +335,24 @@ def runSummary(run_dir: str, episodes: dict[str, np.ndarray], evaluations: dict[
     :param episodes: its episodes
     :param evaluations: its evaluations, None for none
     :return: e.g. "12 episodes, the last ending at step 3,000 of 3,072 trained, 6 evaluations" (the trained steps from
-        the run's manifest, when it says); without an episode "no finished episode, 2 evaluations, the last at step
+        the run's manifest, when it says; a run that continued a model, whose saves count the model's steps from
+        before the run: "... at step 500 of this run, its model trained 2,176 steps with those of the model it
+        continued"); without an episode "no finished episode, 2 evaluations, the last at step
         200 of 200 trained"; a run still training (or stopped) ends in "; unfinished, its latest model saved at step
         1,200" (or "no model saved yet"), its episodes counting past that step; a sweep run that failed ends in
         "; failed in its sweep (<why>)" instead
     """
     args = _runArgs(run_dir)
     finished, trained = runProgress(run_dir, args) if args is not None else (True, None)
-    of_trained = f" of {trained:,} trained" if trained is not None and finished else ""
-    unfinished = "" if finished else "; unfinished, " + (f"its latest model saved at step {trained:,}"
-                                                         if trained is not None else "no model saved yet")
+    # a continued model's saves (their manifest) count its steps before this run too, where the run's episodes count
+    # from its start
+    continued = bool((args or {}).get("load_rl_model_path")) and os.path.isfile(os.path.join(run_dir, MANIFEST_FILE))
+    of_trained = "" if trained is None or not finished else (
+        f" of this run, its model trained {trained:,} steps with those of the model it continued" if continued
+        else f" of {trained:,} trained")
+    unfinished = "" if finished else "; unfinished, " + (
+        "no model saved yet" if trained is None else f"its latest model saved at step {trained:,}"
+        + (" of its model (the model it continued included)" if continued else ""))
     failure = None if finished else sweepFailure(run_dir)
     if failure is not None:
         unfinished = f"; failed in its sweep ({failure})"

@@ -25,9 +25,11 @@ from __future__ import annotations
 import collections
 import dataclasses
 import difflib
+import multiprocessing
 import os
 import shlex
 import signal
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -302,6 +304,7 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
         code 143, the outcome as the exception's ``result``
     """
 
+    _refuseInAWorkersImport("trainAgent")
     _checkKinds(("config", config, RunConfig, "a RunConfig from makeConfig (or leave it out and give makeConfig's "
                  "keywords)"),)
     if config is None:
@@ -360,6 +363,29 @@ def _passOnStop(result: TrainResult) -> TrainResult:
     if callable(handler):
         handler(signum, None)
     return result
+
+
+def _refuseInAWorkersImport(name: str) -> None:
+    """
+    End this process in one line when it is a worker process importing the script of the process that started it
+    (multiprocessing's spawn and forkserver start methods, SB3's env workers among them, import the parent's
+    ``__main__`` again, as ``__mp_main__``): a script whose calls are not under ``if __name__ == "__main__":`` would
+    train again in each worker, each in a run folder of its own. Nothing is written; the parent's envs then fail to
+    start, and it says so.
+
+    :param name: the API function called (for the line)
+    :raises SystemExit: in such a worker, with exit code 2, after the line
+    """
+    if not getattr(multiprocessing.current_process(), "_inheriting", False):  # (what multiprocessing itself reads)
+        return
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") != "__mp_main__":
+        frame = frame.f_back
+    script = "the script" if frame is None else repr(frame.f_globals.get("__file__", "the script"))
+    print(f"error: rl_baselines.{name}() was called in a worker process as it imported {script}, the script that "
+          "started it (multiprocessing's spawn and forkserver workers import it again): put the script's calls under "
+          "`if __name__ == \"__main__\":`", file=sys.stderr, flush=True)
+    raise SystemExit(2)
 
 
 def _checkKinds(*checks: tuple[str, Any, Any, str]) -> None:
@@ -471,6 +497,7 @@ def evaluateAgent(run: str | os.PathLike | LoadedRun | TrainResult, episodes: in
     :raises UsageError: bad input, or a run folder that cannot be loaded
     """
 
+    _refuseInAWorkersImport("evaluateAgent")
     episodes = integerKeyword("episodes", episodes)
     try:
         num_envs, seed = checkEnvsAndSeed(num_envs, seed)
@@ -616,6 +643,7 @@ def runSweep(algo: str | Sequence[str] | None = None, env: str | Sequence[str] |
     :raises UsageError: bad input, with the command's one-line message, before anything is written
     :raises SweepInterrupted: a Ctrl-C or SIGTERM stopped it (a ``KeyboardInterrupt``, once the runs in flight stopped)
     """
+    _refuseInAWorkersImport("runSweep")
     vis, progress = plainValue(vis), plainValue(progress)
     _checkKinds(("vis", vis, bool, "True or False"), ("progress", progress, bool, "True or False"))
     extra = [str(item) for item in _extraStrings(extra)]

@@ -24,7 +24,7 @@ import torch
 
 from environments.srl_env import addLearnedModelNames
 from srl_models.base import BaseSRLModel, SRLType, missingWeights, readExpConfig
-from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins
+from srl_toolbox.plugins import FOLDER_NAME, SkippedPluginWarning, apiMajor, loadPlugins
 
 ENTRY_POINT_GROUP = "srl_toolbox.srl_models"
 
@@ -52,7 +52,8 @@ def loadRegisteredSRL(warn: bool = True) -> tuple[dict[str, tuple[type[BaseSRLMo
     :param warn: emit one SRLPluginLoadWarning per skipped plugin
     :return: (registered models, skipped plugins with their reasons)
     """
-    plugins, failures = loadPlugins(ENTRY_POINT_GROUP, _refusal, "SRL model", SRLPluginLoadWarning, warn)
+    plugins, failures = loadPlugins(ENTRY_POINT_GROUP, _refusal, "SRL model", SRLPluginLoadWarning, warn,
+                                    name_pattern=FOLDER_NAME)
     return {name: (plugin, plugin.SRL_TYPE) for name, plugin in plugins.items()}, failures
 
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from srl_models.augment import PAD
+from srl_models.base import SRLType
 from srl_models.config import preparable
 from srl_models.losses import LOSSES
 from srl_models.models import LearnedSRLModel
@@ -149,6 +150,13 @@ def resolveModel(config: SRLTrainConfig) -> tuple[str, dict[str, float], dict[st
         else:
             flag = f"--losses {config.losses[0]} (one loss trains the model of that name)"
         skipped = f" (skipped: {failedSRLPlugins()[name]})" if name in failedSRLPlugins() else ""
+        if name in registeredSRL():  # installed, of a kind whose training is not this command's
+            model_class, kind = registeredSRL()[name]
+            why = ("is computed by the env, not learned: nothing to train" if kind is not SRLType.LEARNED else
+                   f"is a plugin's {model_class.__name__}, neither a LearnedSRLModel nor a PCAModel: its plugin "
+                   "brings its own training")
+            raise UsageError(f"{flag}: the installed SRL model {name!r} {why}; learned models this command trains: "
+                             f"{', '.join(models)}")
         raise UsageError(f"{flag}: unknown or not a trainable model {name!r}{skipped}; learned models: "
                          f"{', '.join(models)}")
     model_class = models[name]

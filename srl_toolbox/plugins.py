@@ -15,6 +15,7 @@ import difflib
 import importlib
 import importlib.metadata
 import os
+import re
 import sys
 import warnings
 from collections.abc import Callable
@@ -30,6 +31,9 @@ TOOLBOX_DISTRIBUTION = "srl-toolbox"
 # nearly as one of them is taken for a misspelling of it (misnamedEntryPoints)
 TOOLBOX_GROUPS = ("srl_toolbox.rl_algorithms", "srl_toolbox.srl_models", "srl_toolbox.environments",
                   "srl_toolbox.policy_loaders")
+# What a plugin's name may be where it names folders and files (the algorithms' and SRL models' names are run folder
+# levels and model file names: logs/<env>/<srl model>/<algo>/..., <algo>_model.zip), as every built-in name is
+FOLDER_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 # How close (difflib's ratio) a group's name must be to one of TOOLBOX_GROUPS to be taken for its misspelling
 MISNAMED_GROUP_RATIO = 0.8
 # The entry-point groups whose skipped plugins this process, or one that started it, has warned about (comma
@@ -136,8 +140,9 @@ def misnamedEntryPoints(group: str) -> dict[str, str]:
 
 
 def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
-                warning_class: type[Warning] = SkippedPluginWarning,
-                warn: bool = True, deferred: dict[str, str] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+                warning_class: type[Warning] = SkippedPluginWarning, warn: bool = True,
+                deferred: dict[str, str] | None = None,
+                name_pattern: re.Pattern[str] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
     """
     Import every entry point of ``group``.
 
@@ -150,6 +155,8 @@ def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
     :param deferred: when given, receives name -> entry point value of the plugins whose module was still being
         imported (:func:`beingImported`: the plugin's own import started this loading, a circular import) instead of
         reporting them as skipped; the caller loads them later with :func:`loadEntryPoint`
+    :param name_pattern: what a plugin's name must match in full (:data:`FOLDER_NAME`), else it is skipped, whatever
+        it loads; None: any name
     :return: (name -> loaded object, sorted by name; name -> reason it was skipped); a name declared by two entry
         points keeps neither, also when one of them fails to load (which one the metadata lists first is an accident
         of the install)
@@ -171,7 +178,9 @@ def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
     loaded: dict[str, Any] = {}
     for extension in manager:
         values.setdefault(extension.name, []).append(extension.entry_point.value)
-        reason = refusal(extension.plugin)
+        reason = refusal(extension.plugin) if name_pattern is None or name_pattern.fullmatch(extension.name) else (
+            f"the name {extension.name!r} does not fit: {kind} names have lowercase letters, digits, '_' and '-' "
+            "only, starting with a letter or a digit (they name the run folders and model files)")
         if reason is not None:
             failures[extension.name] = f"{extension.entry_point.value}: {oneLine(reason)}"
             continue

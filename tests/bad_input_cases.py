@@ -313,6 +313,10 @@ CASES = [
      ["--horizon 1000", "longer than the dataset's episodes"]),
     ("srl-train-contrastive-batch-of-one", SRL_TRAIN, ["--data-folder", "{tiny}", "--srl-model", "curl", "--batch-size", "1"],
      ["--batch-size 1", "curl", "2 or more"]),
+    ("srl-train-model-computed-by-the-env", SRL_TRAIN, ["--data-folder", "{tiny}", "--srl-model", "ground_truth"],
+     ["--srl-model", "'ground_truth' is computed by the env, not learned: nothing to train", "vae"]),
+    ("srl-train-unknown-model", SRL_TRAIN, ["--data-folder", "{tiny}", "--srl-model", "nope"],
+     ["unknown or not a trainable model 'nope'", "vae"]),
     ("srl-train-missing-dataset", SRL_TRAIN, ["--data-folder", "{data}/nowhere", "--srl-model", "vae"], ["nowhere"]),
     ("srl-train-val-split-range", SRL_TRAIN, ["--data-folder", "{tiny}", "--val-split", "1.5"], ["--val-split 1.5"]),
     ("srl-train-negative-foreground-weight", SRL_TRAIN, ["--data-folder", "{tiny}", "--foreground-weight", "-2"],
@@ -422,7 +426,7 @@ CATEGORIES = {
         "generator-unknown-env", "srl-train-unknown-loss", "gather-unknown-welch-method", "gather-unknown-group-key",
         "aggregate-unknown-group-key", "visdom-unknown-log-level", "train-unknown-renderer",
         "srl-train-unknown-augmentation", "train-gail-unknown-learner", "train-unknown-augmentation",
-        "train-unknown-augment-loss"],
+        "train-unknown-augment-loss", "srl-train-unknown-model"],
     "wrong type or range": [
         "train-minibatch-of-one", "fusioner-empty-destination", "plots-output-dir-an-image-name",
         "train-tag-with-a-slash", "train-tag-to-the-parent", "train-tag-with-a-newline", "generator-name-with-a-newline",
@@ -469,6 +473,7 @@ CATEGORIES = {
         "aggregate-folder-inside-a-run", "generator-policy-inside-a-run", "compare-missing-npz", "compare-corrupt-npz",
         "compare-foreign-npz", "train-gail-without-dataset", "train-gail-dataset-of-other-env"],
     "incompatible combination": [
+        "srl-train-model-computed-by-the-env",
         "train-rollout-of-one-sample",
         "train-joints-without-joints", "train-continuous-on-discrete-algo", "gather-threshold-and-fraction",
         "gather-training-rewards-of-evaluations-only",

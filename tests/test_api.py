@@ -508,6 +508,9 @@ def test_every_example_of_the_docs_runs(tmp_path, monkeypatch, capsys):
     assert "Already finished (256 steps): nothing to resume" in out
     assert namespace["result"].exit_code == 0 and namespace["scores"].episode_rewards
     assert sorted(os.listdir(tmp_path)) == ["data", "logs"]
+    shown = re.search(r"^print\(config\.command\)\n# (.*)$", text, flags=re.MULTILINE).group(1)
+    thread_flag = re.compile(r"--torch-threads \d+")  # (the calling process's: the page's is a 2-core machine's)
+    assert thread_flag.sub("", shown) == thread_flag.sub("", namespace["config"].command)  # it left out --num-cpu 4
 
 
 def test_resume_refuses_the_settings_it_takes_from_the_run(tmp_path) -> None:

@@ -77,6 +77,29 @@ def test_a_run_of_one_episode_draws_its_point_and_says_one_episode(tmp_path, cap
     assert "(1 episode, the last ending at step 100" in capsys.readouterr().out
 
 
+def test_a_continued_runs_summary_says_whose_steps_each_count_is(tmp_path) -> None:
+    """A run that continued a model (--load-rl-model-path) read "the last ending at step 500 of 2,176 trained": its
+    episodes count from its own start, its model's saves (the manifest) from the continued model's."""
+    args = {"env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth", "algo": "ppo2", "num_timesteps": 600}
+    episodes = {"rewards": np.array([1.0, 2.0]), "timesteps": np.array([250, 500]), "times": np.array([1.0, 2.0])}
+    for continued, finished, expected in (
+            (True, True, "2 episodes, the last ending at step 500 of this run, its model trained 2,176 steps with "
+                         "those of the model it continued"),
+            (True, False, "2 episodes, the last ending at step 500; unfinished, its latest model saved at step 2,176 "
+                          "of its model (the model it continued included)"),
+            (False, True, "2 episodes, the last ending at step 500 of 2,176 trained")):
+        run = writeRun(str(tmp_path / f"{continued}{finished}"), [1.0, 2.0], [250, 250], [1.0, 2.0],
+                       args={**args, "load_rl_model_path": "/elsewhere/ppo2_model.zip" if continued else None})
+        with open(os.path.join(run, "manifest.json"), "w") as handle:
+            json.dump({"num_timesteps": 2176, "finished": finished, "files": {}}, handle)
+        assert plots.runSummary(run, episodes, None) == expected
+    # without a manifest (done.json, an older run), the count is the run's own
+    run = writeRun(str(tmp_path / "done"), [1.0, 2.0], [250, 250], [1.0, 2.0],
+                   args={**args, "load_rl_model_path": "/elsewhere/ppo2_model.zip"})
+    open(os.path.join(run, "done.json"), "w").write("{}\n")
+    assert plots.runSummary(run, episodes, None) == "2 episodes, the last ending at step 500 of 600 trained"
+
+
 def test_every_run_below_a_folder(tmp_path) -> None:
     root = tmp_path / "logs"
     first = writeRun(str(root / "MobileRobotGymEnv-v0" / "ground_truth" / "ppo2" / "seed0"), [1, 2, 3], [10] * 3,

@@ -91,3 +91,30 @@ def test_entry_points_under_a_misspelt_group_are_named_as_skipped(tmp_path) -> N
         capture_output=True, text=True, env=env, cwd=REPO, timeout=300, check=True).stdout)
     assert found == {"srl_toolbox.rl_algorithms": ["my_algo"], "srl_toolbox.srl_models": ["my_model"],
                      "srl_toolbox.environments": ["MyEnv-v0"], "srl_toolbox.policy_loaders": []}
+
+
+def test_an_algorithm_or_srl_model_whose_name_cannot_name_a_folder_is_skipped(tmp_path) -> None:
+    """An algorithm's and an SRL model's names are run folder levels and model file names: a plugin named
+    "slash/algo" wrote its model into a sub-folder (the run then read as unfinished, no model saved), one named ".."
+    put its runs a level up, beside the SRL models' folders. Such names are skipped with their reason."""
+    ppo2, vae = "rl_baselines.rl_algorithm.ppo2:PPO2Model", "srl_models.models:VAEModel"
+    bad = ("slash/algo", "..", "with space", "Tiny", "-dash")
+    env = _site(tmp_path, {}, "[srl_toolbox.rl_algorithms]\n" + "".join(f"{name} = {ppo2}\n" for name in bad)
+                + f"my-ppo_2 = {ppo2}\n[srl_toolbox.srl_models]\nsl/model = {vae}\nmy_vae = {vae}\n")
+    code = ("import json, warnings\n"
+            "warnings.simplefilter('ignore')\n"
+            "from rl_baselines.core.registry import failed_plugins, registered_rl\n"
+            "from srl_models.registry import failedSRLPlugins, registeredSRL\n"
+            "print(json.dumps({'rl': sorted(registered_rl), 'rl_failed': failed_plugins,\n"
+            "                  'srl': sorted(registeredSRL()), 'srl_failed': failedSRLPlugins()}))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert "my-ppo_2" in data["rl"] and "my_vae" in data["srl"] and "ppo2" in data["rl"]
+    for name in bad:
+        assert name not in data["rl"]
+        assert data["rl_failed"][name] == (f"{ppo2}: the name {name!r} does not fit: algorithm names have lowercase "
+                                           "letters, digits, '_' and '-' only, starting with a letter or a digit (they "
+                                           "name the run folders and model files)")
+    assert "sl/model" not in data["srl"] and "does not fit: SRL model names have" in data["srl_failed"]["sl/model"]

@@ -21,7 +21,7 @@ from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.base import BaseRLObject
 from rl_baselines.core.plugin_v1 import SUPPORTED_API_VERSIONS, V2_TRAIN_ARGUMENTS, declaredVersionConflict, isV1
 from srl_toolbox.cli import MAX_ENVS
-from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins, oneLine, warnSkipped
+from srl_toolbox.plugins import FOLDER_NAME, SkippedPluginWarning, apiMajor, loadPlugins, oneLine, warnSkipped
 
 ENTRY_POINT_GROUP = "srl_toolbox.rl_algorithms"
 # rl_zoo3's algorithm names that are another name here (the others, a2c, sac, qrdqn..., are the same)
@@ -49,7 +49,7 @@ def _refusal(plugin: Any) -> str | None:
     if not isinstance(plugin.ALGO_TYPE, AlgoType):
         return f"ALGO_TYPE {plugin.ALGO_TYPE!r} is not an AlgoType"
     if not plugin.ACTION_TYPES or not all(isinstance(a, ActionType) for a in plugin.ACTION_TYPES):
-        return f"ACTION_TYPES {plugin.ACTION_TYPES!r} is not a non-empty list of ActionType"
+        return f"ACTION_TYPES {plugin.ACTION_TYPES!r} is not a non-empty tuple of ActionType"
     envs = plugin.DEFAULT_ENVS
     if isinstance(envs, bool) or not isinstance(envs, int) or not 1 <= envs <= MAX_ENVS:
         return f"DEFAULT_ENVS {envs!r} is not a number of envs, 1..{MAX_ENVS}"
@@ -73,7 +73,8 @@ def loadRegisteredRL(warn: bool = True) -> tuple[dict[str, tuple[type[BaseRLObje
     :param warn: emit one PluginLoadWarning per skipped plugin
     :return: (registered algorithms, skipped plugins with their reasons)
     """
-    plugins, failures = loadPlugins(ENTRY_POINT_GROUP, _refusal, "algorithm", PluginLoadWarning, warn)
+    plugins, failures = loadPlugins(ENTRY_POINT_GROUP, _refusal, "algorithm", PluginLoadWarning, warn,
+                                    name_pattern=FOLDER_NAME)
     _nameUnnamed(plugins)
     table = {name: (plugin, plugin.ALGO_TYPE, list(plugin.ACTION_TYPES)) for name, plugin in plugins.items()}
     return table, failures

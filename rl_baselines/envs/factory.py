@@ -404,6 +404,18 @@ def closeBrokenWorkers(venv: Any) -> None:
     venv.closed = True
 
 
+def _endedAtStart(venv: SubprocVecEnv) -> RuntimeError | None:
+    """:return: the error of env workers that all ended before building their envs, with an exit code of their own
+    (a refusal they printed as they imported the script: ``rl_baselines.api``'s calls outside ``if __name__ ==
+    "__main__":``), else None (a worker killed by a signal, or one that got as far as its env: the pipe's error)"""
+    codes = {process.exitcode for process in getattr(venv, "processes", ())}
+    if not codes or any(code is None or code <= 0 for code in codes):
+        return None
+    codes = sorted(codes)
+    return RuntimeError(f"the env worker processes ended as they started, before building their envs (exit code "
+                        f"{', '.join(map(str, codes))}): the lines they printed above say why")
+
+
 def _subprocEnvs(thunks: list[Callable[[], gym.Env]]) -> SubprocVecEnv:
     """
     :return: the envs in worker processes forked (SB3's default start method, forkserver) from a server that imported
@@ -424,7 +436,7 @@ def _subprocEnvs(thunks: list[Callable[[], gym.Env]]) -> SubprocVecEnv:
                 venv.has_attr("render_mode")  # every worker answers once its env is built (or is found dead)
         except (EOFError, ConnectionError):  # a worker died: its pipe closed (reset, broken)
             closeBrokenWorkers(venv)
-            failed = _reportedError(reports, len(thunks))
+            failed = _reportedError(reports, len(thunks)) or _endedAtStart(venv)
             if failed is None:
                 raise
     if failed is not None:
