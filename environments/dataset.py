@@ -163,7 +163,10 @@ class Dataset:
         for key in keys:
             if key not in self.arrays:
                 needed = f" needed by {purpose}" if purpose else ""
-                raise ValueError(f"dataset {self.path!r} has no {key!r} (in {ARRAY_KEYS[key]}){needed}")
+                file = ARRAY_KEYS[key]
+                if not os.path.isfile(os.path.join(self.path, file)):  # (not a key missing from a file that is there)
+                    raise ValueError(f"dataset {self.path!r} has no {file}, which holds {key!r}{needed}")
+                raise ValueError(f"dataset {self.path!r} has no {key!r} (in {file}){needed}")
 
     @property
     def env_id(self) -> str | None:

@@ -23,6 +23,8 @@ from environments.srl_env import REFERENCE_RENDERER
 from srl_toolbox.files import writeJson, writeNpz
 
 FORMAT_VERSION = 1
+# The env's globals and the keywords the dataset was recorded with (SRLGymEnv.getGlobals: its ``env_kwargs``)
+ENV_GLOBALS_FILE = "env_globals.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,7 +102,7 @@ def assemble(spec: GenerationSpec, env_class: type, relative_pos: bool, partial_
              {key: merged[key] for key in ("actions", "rewards", "episode_starts")})
     writeNpz(os.path.join(partial_dir, "ground_truth.npz"),
              {key: merged[key] for key in ground_truth_keys})
-    writeJson(os.path.join(partial_dir, "env_globals.json"), env_class.getGlobals(spec.env_kwargs))
+    writeJson(os.path.join(partial_dir, ENV_GLOBALS_FILE), env_class.getGlobals(spec.env_kwargs))
     max_distance = spec.env_kwargs.get("max_distance")
     config = {"relative_pos": bool(relative_pos), "max_dist": None if max_distance is None else str(max_distance),
               "env": spec.env_id, "img_shape": list(spec.env_kwargs["img_shape"]), "seed": spec.seed,

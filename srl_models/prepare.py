@@ -38,6 +38,7 @@ from typing import Any
 
 from environments import dataset_generator, envOffers, getEnvClass, registered_env, resolvedRenderer
 from environments.dataset import Dataset
+from environments.dataset_layout import ENV_GLOBALS_FILE
 from environments.generator_config import GeneratorConfig
 from environments.partial_folder import differingText
 from environments.registry import defaultRenderersText, unknownEnvText
@@ -254,10 +255,12 @@ def _readJson(path: str) -> Any:
         return json.load(handle)
 
 
-def checkDatasetSettings(folder: str, settings: dict[str, Any]) -> None:
+def checkDatasetSettings(folder: str, settings: dict[str, Any], max_steps: int | None = None) -> None:
     """
     :param folder: an existing dataset folder
     :param settings: the dataset_config.json entries it must hold
+    :param max_steps: the episodes' length cap it must have been recorded with (the generator's ``--max-steps``, kept
+        in its env_globals.json's env keywords; None: the env's own, no cap recorded)
     :raises UsageError: unreadable, or recorded with other settings (which are named)
     """
     try:
@@ -267,6 +270,13 @@ def checkDatasetSettings(folder: str, settings: dict[str, Any]) -> None:
                          f"dataset again, or another --data-folder") from None
     stored = {"renderer": REFERENCE_RENDERER, **stored}  # recorded before the renderer was: TinyRenderer's images
     differing = [(key, stored.get(key), value) for key, value in sorted(settings.items()) if stored.get(key) != value]
+    try:
+        recorded_steps = _readJson(os.path.join(folder, ENV_GLOBALS_FILE)).get("env_kwargs", {}).get("max_steps")
+    except (OSError, ValueError, AttributeError):
+        recorded_steps = None  # (a dataset without the file: as the generator records one without a cap)
+    if recorded_steps != max_steps:
+        differing.append(("max_steps", *("unset (the env's own)" if steps is None else steps
+                                         for steps in (recorded_steps, max_steps))))
     if differing:
         raise UsageError(f"dataset {folder!r} was recorded with other settings ({differingText(differing)}): pass "
                          f"--force to record it again, or another --data-folder")
@@ -440,7 +450,7 @@ def plan(args: argparse.Namespace) -> Plan:
                 "shape_reward": False, "multi_view": camera is not None, "renderer": renderer}
     reuse_dataset = os.path.isdir(dataset_folder) and not args.force
     if reuse_dataset:
-        checkDatasetSettings(dataset_folder, settings)
+        checkDatasetSettings(dataset_folder, settings, defaults.max_steps)
         generator = None
     elif args.force:
         generator = dataclasses.replace(generator, force=True)
@@ -577,7 +587,7 @@ def prepare(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
         code = dataset_generator.generate(todo.generator, resume_hint=RESUME_HINT)
         if code:
             raise SystemExit(code)
-        checkDatasetSettings(todo.dataset_folder, todo.dataset_settings)
+        checkDatasetSettings(todo.dataset_folder, todo.dataset_settings, todo.generator.max_steps)
     fingerprint = functools.cache(functools.partial(_datasetFingerprint, todo.dataset_folder))  # when a folder has one
     dataset_seconds = time.perf_counter() - start
     rows: list[dict[str, Any]] = []
@@ -604,27 +614,29 @@ def prepare(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     if note:
         print(note)
     command = trainCommand(todo.env_id, todo.names[0], todo.dataset_settings["random_target"], args.srl_config_file,
-                           todo.camera)
+                           todo.camera, todo.dataset_settings["renderer"])
     print(f"Total {time.perf_counter() - start:.0f} s. Use one with: {command}")
     return rows
 
 
 def trainCommand(env_id: str, name: str, random_target: bool, config_file: str | None,
-                 camera: str | None = None) -> str:
+                 camera: str | None = None, renderer: str | None = None) -> str:
     """
     :param env_id: the env the model was prepared for
     :param name: the model's name
     :param random_target: whether its dataset has a random target
     :param config_file: the SRL config file it is registered in (None: the default one)
     :param camera: the second camera its dataset was recorded with (``multi_view``, ``fpv``; None: one camera)
+    :param renderer: the renderer that drew its dataset (None or the env's default: left to the run's default)
     :return: the train command that uses it, started with this interpreter (:func:`pythonCommand`), with the env
         flags its dataset was recorded with (an arm moves as in its dataset: environments.dataset_generator records
-        them with force_down)
+        them with force_down; frames drawn by the renderer the model learned from)
     """
     return (f"{pythonCommand()} -m rl_baselines.train --env {env_id} --srl-model {name}"
             + (" --random-target" if random_target else "")
             + (f" --{camera.replace('_', '-')}" if camera else "")
             + (" --force-down" if getEnvClass(env_id).acceptsKeyword("force_down") else "")
+            + (f" --renderer {renderer}" if renderer not in (None, getEnvClass(env_id).DEFAULT_RENDERER) else "")
             + (f" --srl-config-file {config_file}" if config_file else ""))
 
 

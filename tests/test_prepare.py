@@ -306,6 +306,11 @@ def test_the_suggested_train_command_moves_the_arm_as_its_dataset(monkeypatch):
         f"python -m rl_baselines.train --env {ENV_ID} --srl-model vae --srl-config-file c.yaml")
     assert trainCommand(ENV_ID, "vae", False, None, "fpv") == (
         f"python -m rl_baselines.train --env {ENV_ID} --srl-model vae --fpv")
+    # frames of a renderer other than the env's default: the run draws with it (it drew with the default, and warned)
+    assert trainCommand(ENV_ID, "vae", False, None, None, "tinyrenderer") == (
+        f"python -m rl_baselines.train --env {ENV_ID} --srl-model vae --renderer tinyrenderer")
+    assert trainCommand(ENV_ID, "vae", False, None, None, "sprites") == (
+        f"python -m rl_baselines.train --env {ENV_ID} --srl-model vae")
 
 
 def test_the_printed_commands_name_the_running_interpreter(monkeypatch, tmp_path):
@@ -395,6 +400,21 @@ def test_bad_prepare_inputs(tmp_path, monkeypatch, case, argv, message):
         prepare.prepare([arg.format(tmp=tmp_path) for arg in argv])
     assert message in str(raised.value) and "\n" not in str(raised.value)
     assert snapshot(str(tmp_path)) == before and sorted(os.listdir(tmp_path)) == ["bad.yaml", "data"]
+
+
+def test_a_dataset_of_its_name_with_shorter_episodes_is_not_reused(tmp_path, monkeypatch):
+    """A dataset of prepare's name recorded with the generator's --max-steps 40 (its env_globals.json keeps the cap;
+    dataset_config.json does not) was reused: 120 frames where prepare's settings record 750."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SRL_MODELS_CONFIG", str(tmp_path / "srl.yaml"))
+    folder = tmp_path / "data" / f"{ENV_ID}_2ep_16x16_sprites_seed0"
+    _fakeDataset(folder, 2, 40)
+    (folder / "env_globals.json").write_text(json.dumps({"env_kwargs": {"max_steps": 40, "renderer": "sprites"}}))
+    before = snapshot(str(tmp_path))
+    with pytest.raises(UsageError) as raised:
+        prepare.prepare(["--env", ENV_ID, "--srl-model", "vae", *TINY])
+    assert "was recorded with other settings (max_steps was 40, now unset (the env's own))" in str(raised.value)
+    assert snapshot(str(tmp_path)) == before
 
 
 def _fakeDataset(folder, episodes: int, frames: int) -> None:

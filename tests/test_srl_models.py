@@ -423,3 +423,19 @@ def _smallDataset(tmp_path) -> str:
     dataset_generator.main(["--env", "MobileRobotGymEnv-v0", "--name", "small", "--save-path", str(tmp_path),
                             "--num-episode", "2", "--max-steps", "10", "--img-shape", "3", "16", "16", "--no-progress"])
     return os.path.join(tmp_path, "small")
+
+
+def test_a_dataset_without_its_ground_truth_file_names_the_file(tinyDataset: str, tmp_path) -> None:
+    """With ground_truth.npz gone, training said the dataset "has no 'images_path' (in ground_truth.npz)", as if the
+    file were there without that array."""
+    copy = str(tmp_path / "copy")
+    shutil.copytree(tinyDataset, copy)
+    os.remove(os.path.join(copy, "ground_truth.npz"))
+    with pytest.raises(ValueError, match=rf"^dataset '{copy}' has no ground_truth.npz, which holds 'images_path' "
+                                         r"needed by SRL training$"):
+        Dataset.open(copy).require("images_path", purpose="SRL training")
+    with np.load(os.path.join(tinyDataset, "ground_truth.npz")) as ground_truth:  # there, without the key
+        np.savez(os.path.join(copy, "ground_truth.npz"),
+                 **{key: ground_truth[key] for key in ground_truth.files if key != "images_path"})
+    with pytest.raises(ValueError, match=r"has no 'images_path' \(in ground_truth.npz\)$"):
+        Dataset.open(copy).require("images_path")
