@@ -271,7 +271,7 @@ def test_ppo_value_clipping_and_target_kl_reach_the_library(algo: str) -> None:
     (["--algo", "td3", "-c", "--learning-rate", "-0.1"], ["--learning-rate", "'learning_rate'", "> 0"]),
     (["--algo", "qrdqn", "--hyperparam", "exploration_fraction:1.5"], ["'exploration_fraction'", "[0, 1]"]),
     (["--algo", "qrdqn", "--hyperparam", "n_quantiles:1.5"], ["'n_quantiles'", "int", "'1.5'"]),
-    (["--algo", "qrdqn", "--n-quantiles", "0"], ["--n-quantiles", "'n_quantiles'", ">= 1"]),
+    (["--algo", "qrdqn", "--n-quantiles", "0"], ["--n-quantiles", "'n_quantiles'", "in [1, 1000]"]),
     (["--algo", "ppo_lstm", "--hyperparam", "activation_fn:gelu"], ["'activation_fn'", "tanh, relu", "'gelu'"]),
     (["--algo", "her", "-c", "--hyperparam", "tau:2"], ["'tau'", "[0, 1]", "2.0"]),
 ], ids=["ppo2-hyperparam", "ppo2-clip-range-vf", "ppo2-target-kl", "a2c-flag", "trpo-flag", "sac-hyperparam",

@@ -77,6 +77,10 @@ CLIP_NORM = Interval(0, None, low_open=True, infinite=True)
 NON_NEGATIVE = Interval(0)
 DISCOUNT = Interval(0, 1, low_open=True)  # (0, 1]
 FRACTION = Interval(0, 1, low_open=True)  # (0, 1]
+# The sizes of a network's layers, of a distribution's quantiles or of a population: far above any useful value, below
+# one that fills a machine's memory while the model is built (a typo's 1e9 is then one line, not an allocator error)
+LAYER_UNITS = Interval(1, 4096)
+POPULATION = Interval(1, 10_000)
 
 
 def asInterval(bounds: Interval | tuple[float | None, float | None] | None) -> Interval | None:

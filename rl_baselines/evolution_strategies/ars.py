@@ -22,7 +22,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from rl_baselines.core.algo_types import AlgoType
 from rl_baselines.core.base import TrainCallback, notifyCleanPoint
 from rl_baselines.core.checkpointing import Checkpoint
-from rl_baselines.core.hyperparams import POSITIVE, Hyperparam
+from rl_baselines.core.hyperparams import POPULATION, POSITIVE, Hyperparam
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.evolution_strategies.policies import (
     CENTRE,
@@ -71,7 +71,8 @@ class ARSModel(TorchRLObject):
     ALGO_TYPE = AlgoType.EVOLUTION_STRATEGIES
     # In the order of the search space (the sampler draws in this order).
     HYPERPARAMS: ClassVar[dict[str, Hyperparam]] = {
-        "num_population": Hyperparam(10, "directions per iteration (2x episodes)", bounds=(1, None), search=(2, 50)),
+        "num_population": Hyperparam(10, "directions per iteration (2x episodes)", bounds=POPULATION,
+                                     search=(2, 50)),
         "top_population": Hyperparam(2, "best directions that make the step", bounds=(1, None), search=(1, 5)),
         "exploration_noise": Hyperparam(0.02, "scale of the perturbations", bounds=POSITIVE,
                                         search=(1e-3, 0.1, "log")),

@@ -24,7 +24,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from rl_baselines.core.algo_types import AlgoType
 from rl_baselines.core.base import TrainCallback, notifyCleanPoint
 from rl_baselines.core.checkpointing import Checkpoint
-from rl_baselines.core.hyperparams import Hyperparam
+from rl_baselines.core.hyperparams import POPULATION, Hyperparam
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.core.training_state import captureObjectState, restoreObjectState, writeNpz
 from rl_baselines.evolution_strategies.policies import (
@@ -67,7 +67,7 @@ class CMAESModel(TorchRLObject):
     ALGO_TYPE = AlgoType.EVOLUTION_STRATEGIES
     # Declared in the order of the former search space (the sampler draws in this order).
     HYPERPARAMS: ClassVar[dict[str, Hyperparam]] = {
-        "num_population": Hyperparam(20, "candidates per generation", bounds=(2, None), search=(4, 100)),
+        "num_population": Hyperparam(20, "candidates per generation", bounds=(2, POPULATION.high), search=(4, 100)),
         "sigma": Hyperparam(0.14, "initial step size", bounds=(1e-6, None), search=(0.01, 0.5, "log")),
         "mu": Hyperparam(0.0, "every weight of the initial mean", search=(-0.1, 0.1)),
         "deterministic": Hyperparam(False, "argmax actions while evaluating (and when playing the result)"),

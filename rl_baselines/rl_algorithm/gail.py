@@ -34,7 +34,7 @@ from stable_baselines3 import PPO
 
 from rl_baselines.core import hyperparams as hp
 from rl_baselines.core.checkpointing import Checkpoint
-from rl_baselines.core.hyperparams import NON_NEGATIVE, POSITIVE, Hyperparam, givenFlags
+from rl_baselines.core.hyperparams import LAYER_UNITS, NON_NEGATIVE, POSITIVE, Hyperparam, givenFlags
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.rl_algorithm.a2c import A2CModel
 from rl_baselines.rl_algorithm.gail_discriminator import (
@@ -70,7 +70,7 @@ DISCRIMINATOR_MEMBER = "gail_discriminator.pt"  # not .pth: SB3's load would tak
 LEARNER_KEY = "gail_learner"
 GAIL_HYPERPARAMS: dict[str, Hyperparam] = {
     "d_hidden": Hyperparam(100, "units of the discriminator's two tanh layers (and its image features)",
-                           bounds=(1, None), search=[64, 100, 256]),
+                           bounds=LAYER_UNITS, search=[64, 100, 256]),
     "d_learning_rate": Hyperparam(1e-3, "discriminator Adam learning rate", bounds=POSITIVE,
                                   search=(1e-5, 1e-2, "log")),
     "d_epochs": Hyperparam(5, "discriminator passes over each rollout", bounds=(1, None), search=(1, 10)),

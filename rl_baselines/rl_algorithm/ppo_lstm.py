@@ -16,7 +16,7 @@ from sb3_contrib import RecurrentPPO
 from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from torch import nn
 
-from rl_baselines.core.hyperparams import Hyperparam
+from rl_baselines.core.hyperparams import LAYER_UNITS, Hyperparam
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.rl_algorithm.kept_settings import policyKeywords, refuseOtherThanSaved, savedPolicySettings
 from rl_baselines.rl_algorithm.model_data import readModelData
@@ -53,7 +53,7 @@ class PPOLSTMModel(StableBaselinesRLObject):
         # SB3's unclipped value update from raw pixels too (ppo2's pixel default was measured for ppo2 only)
         "clip_range_vf": dataclasses.replace(PPO2Model.HYPERPARAMS["clip_range_vf"], pixel_default=None),
         # policy keywords (the RL Zoo's recurrent settings use 64 units, ReLU and no orthogonal init)
-        "lstm_hidden_size": Hyperparam(256, "LSTM units", bounds=(1, None)),
+        "lstm_hidden_size": Hyperparam(256, "LSTM units", bounds=LAYER_UNITS),
         "activation_fn": Hyperparam("tanh", "activation of the MLP layers", choices=ACTIVATIONS),
         "ortho_init": Hyperparam(True, "orthogonal initialisation of the weights"),
     }

@@ -15,6 +15,9 @@ from rl_baselines.rl_algorithm.off_policy import OffPolicyRLObject, replayHyperp
 # n_quantiles float32 tensors; at the search's largest batch (256) more than 181 quantiles make each over 32 MiB,
 # glibc's largest mmap threshold, so every one is a fresh kernel-zeroed mapping (the cost: README, qrdqn's row).
 N_QUANTILES_SEARCH = (5, 180)
+# Its bounds: at 1,000 such a tensor of the default batch (32) is 128 MiB; far more fills the memory in the first
+# gradient step (a typo's 1e9 already while the network is built)
+N_QUANTILES = Interval(1, 1000)
 
 
 class QRDQNModel(OffPolicyRLObject):
@@ -38,7 +41,7 @@ class QRDQNModel(OffPolicyRLObject):
         "exploration_final_eps": Hyperparam(0.01, "epsilon at the end of the decay", bounds=Interval(0, 1),
                                             search=(0.0, 0.2)),
         "n_quantiles": Hyperparam(200, "quantiles of the return distribution estimated for each action",
-                                  bounds=(1, None), search=N_QUANTILES_SEARCH),
+                                  bounds=N_QUANTILES, search=N_QUANTILES_SEARCH),
     }
 
     @classmethod

@@ -35,7 +35,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from rl_baselines.core.algo_types import ActionType, AlgoType  # not rl_baselines.core.registry: it imports the plugins
 from rl_baselines.core.base import BaseRLObject
-from rl_baselines.core.hyperparams import FRACTION, NON_NEGATIVE, POSITIVE, Hyperparam
+from rl_baselines.core.hyperparams import FRACTION, NON_NEGATIVE, POPULATION, POSITIVE, Hyperparam
 from srl_toolbox.cli import UsageError
 from srl_toolbox.files import atomicPath
 
@@ -136,7 +136,8 @@ class CEMModel(BaseRLObject):
     # Measured on MobileRobotGymEnv-v0 (ground truth): 16/0.25/1.0/0.1/25 left the mean episode reward near -110
     # after 100k steps, these defaults reach about -10 by 150k steps (README.md).
     HYPERPARAMS: ClassVar[dict[str, Hyperparam]] = {
-        "num_population": Hyperparam(24, "candidates (episodes) per generation", bounds=(2, None), search=(4, 64)),
+        "num_population": Hyperparam(24, "candidates (episodes) per generation", bounds=(2, POPULATION.high),
+                                     search=(4, 64)),
         "elite_frac": Hyperparam(0.2, "fraction of them the Gaussian is refitted to", bounds=FRACTION,
                                  search=(0.05, 0.5)),
         "init_std": Hyperparam(2.0, "initial standard deviation of every weight", bounds=POSITIVE,
