@@ -3,6 +3,7 @@ stderr at import, "argv[0]=" on stdout at connect), which would otherwise clutte
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 from collections.abc import Iterator
@@ -36,4 +37,16 @@ with silencedCOutput():
     import pybullet_data  # noqa: E402
     from pybullet_utils.bullet_client import BulletClient  # noqa: E402
 
-__all__ = ["BulletClient", "pybullet", "pybullet_data", "silencedCOutput"]
+__all__ = ["BulletClient", "framingProjection", "pybullet", "pybullet_data", "silencedCOutput"]
+
+
+def framingProjection(fov: float, width: int, height: int, near: float, far: float) -> list[float]:
+    """
+    :param fov: the camera's field of view in degrees, as a square frame has it (vertical and horizontal)
+    :return: PyBullet's projection matrix for a ``width`` x ``height`` frame that shows at least what the square frame
+        shows: a wider frame sees more at the sides (PyBullet keeps ``fov`` vertical), a taller one keeps ``fov``
+        horizontal and sees more above and below (at ``fov`` vertical it cut the sides of the scene off)
+    """
+    if width < height:
+        fov = math.degrees(2 * math.atan(math.tan(math.radians(fov) / 2) * height / width))
+    return pybullet.computeProjectionMatrixFOV(fov=fov, aspect=width / height, nearVal=near, farVal=far)

@@ -12,6 +12,7 @@ import pytest
 from stable_baselines3.common.env_checker import check_env
 
 import environments
+from environments.kuka.kuka_button_env import KukaButtonGymEnv
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 
 SMALL_IMG = (3, 40, 40)  # small images keep the pixel tests fast
@@ -381,3 +382,21 @@ def test_close_twice() -> None:
     env.reset(seed=0)
     env.close()
     env.close()
+
+
+@pytest.mark.parametrize("env_class", [MobileRobotGymEnv, KukaButtonGymEnv])
+def test_a_frame_of_another_shape_shows_at_least_the_square_frames_view(env_class):
+    """PyBullet keeps a camera's field of view vertical: a frame taller than wide (--img-shape 3 96 48) saw a zoomed
+    strip of the square frame's view, the mobile robot's side walls (and a robot near them) out of the picture. Its
+    central square is now the square frame, as a wider frame's is, with each renderer."""
+    for renderer in env_class.RENDERERS:
+        frames = {}
+        for shape in ((3, 48, 48), (3, 96, 48), (3, 48, 96)):
+            env = env_class(srl_model="raw_pixels", img_shape=shape, renderer=renderer)
+            try:
+                frames[shape] = np.asarray(env.reset(seed=3)[0], dtype=float)
+            finally:
+                env.close()
+        square = frames[(3, 48, 48)]
+        for central in (frames[(3, 96, 48)][24:72], frames[(3, 48, 96)][:, 24:72]):
+            assert np.abs(central - square).mean() < 2, (renderer, np.abs(central - square).mean())

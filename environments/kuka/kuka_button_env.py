@@ -33,7 +33,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from environments.bullet import BulletClient, pybullet, pybullet_data, silencedCOutput
+from environments.bullet import BulletClient, framingProjection, pybullet, pybullet_data, silencedCOutput
 from environments.kuka.background import PLANE_URDF, TABLE_URDF, StaticBackground, cameraImage, setVisible
 from environments.srl_env import ENVIRONMENT_SRL_MODES, FRESH_WORLD, SRLGymEnv, discreteActionIndex
 
@@ -352,8 +352,7 @@ class KukaButtonGymEnv(SRLGymEnv):
         self._view_matrix = view(self.CAMERA_TARGET_POS, self.CAMERA_DISTANCE, self.CAMERA_YAW, self.CAMERA_PITCH)
         self._view_matrix_2 = view(self.CAMERA_TARGET_POS_2, self.CAMERA_DISTANCE_2, self.CAMERA_YAW_2,
                                    self.CAMERA_PITCH_2)
-        self._obs_projection = pybullet.computeProjectionMatrixFOV(
-            fov=self.CAMERA_FOV, aspect=width / height, nearVal=self.CAMERA_NEAR, farVal=self.CAMERA_FAR)
+        self._obs_projection = framingProjection(self.CAMERA_FOV, width, height, self.CAMERA_NEAR, self.CAMERA_FAR)
         # Never smaller than pixel observations; ground truth has no image size of its own.
         self._render_side = max(self.render_size, height, width) if self._uses_pixels else self.render_size
         self._render_projection = pybullet.computeProjectionMatrixFOV(

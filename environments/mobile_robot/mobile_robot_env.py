@@ -18,7 +18,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from environments.bullet import BulletClient, pybullet, pybullet_data, silencedCOutput
+from environments.bullet import BulletClient, framingProjection, pybullet, pybullet_data, silencedCOutput
 from environments.mobile_robot.sprite_renderer import SpriteRenderer
 from environments.srl_env import REFERENCE_RENDERER, SRLGymEnv, discreteActionIndex
 
@@ -175,8 +175,7 @@ class MobileRobotGymEnv(SRLGymEnv):
         self._view_matrix = pybullet.computeViewMatrixFromYawPitchRoll(
             cameraTargetPosition=list(self.CAMERA_TARGET_POS), distance=self.CAMERA_DISTANCE, yaw=self.CAMERA_YAW,
             pitch=self.CAMERA_PITCH, roll=self.CAMERA_ROLL, upAxisIndex=2)
-        self._obs_projection = pybullet.computeProjectionMatrixFOV(
-            fov=self.CAMERA_FOV, aspect=width / height, nearVal=self.CAMERA_NEAR, farVal=self.CAMERA_FAR)
+        self._obs_projection = framingProjection(self.CAMERA_FOV, width, height, self.CAMERA_NEAR, self.CAMERA_FAR)
         # Never smaller than pixel observations; ground truth has no image size of its own.
         self._render_side = max(self.render_size, height, width) if self._uses_pixels else self.render_size
         self._render_projection = pybullet.computeProjectionMatrixFOV(
