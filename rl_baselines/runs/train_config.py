@@ -113,7 +113,7 @@ class TrainConfig:
     no_vis: bool = setting(False, "no live visdom plots")
     port: int = setting(DEFAULT_VISDOM_PORT, "visdom server port", parse=portNumber)
     continuous_actions: bool = setting(False, "continuous actions", flags=("-c", "--continuous-actions"))
-    action_joints: bool = setting(False, "act in joint space (arms)", flags=("-joints", "--action-joints"))
+    action_joints: bool = setting(False, "act in joint space (arms, with -c)", flags=("-joints", "--action-joints"))
     random_target: bool = setting(False, "a new target position every episode", flags=("-r", "--random-target"))
     shape_reward: bool = setting(False, "dense reward: minus the distance to the target")
     fpv: bool = setting(False, "mobile robots: stack a first-person camera (6 channels)")
