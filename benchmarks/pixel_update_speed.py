@@ -53,6 +53,7 @@ from rl_baselines.rl_algorithm.image_features import (
 )
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
+from srl_toolbox.devices import maxThreads
 
 N_ACTIONS = 4  # MobileRobotGymEnv-v0's discrete actions
 WARM_UP = 5
@@ -195,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.batch_sizes) < 2:
         parser.error(f"argument --batch-sizes: invalid size {min(args.batch_sizes)} (2 or more: SB3 normalises the "
                      "advantages over each minibatch)")
+    if max(args.threads) > maxThreads():  # more threads than CPUs never compute faster
+        parser.error(f"argument --threads: {max(args.threads)} is more than this machine's {maxThreads()} CPUs "
+                     f"(valid: 1..{maxThreads()})")
     print(f"Machine: {machineDescription(('torch', 'stable_baselines3'))}", flush=True)
     start_load = loadNow()
     rows = measure(args.size, variantsOf(args.extractors, args.batch_sizes, args.threads), args.steps, args.repeats)

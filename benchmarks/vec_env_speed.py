@@ -41,6 +41,7 @@ from benchmarks.documents import (
 from benchmarks.srl_speed import Timers, trainVAE, warmSprites
 from environments import registered_env, resolvedRenderer
 from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
+from environments.registry import rendererRefusal
 from rl_baselines.envs.factory import resolveVecEnv
 from rl_baselines.runs import train
 from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand
@@ -57,13 +58,16 @@ def parseCase(text: str) -> tuple[str, str, str | None]:
     """
     :param text: ``ENV:OBSERVATION`` or ``ENV:OBSERVATION:RENDERER`` (OBSERVATION: ground_truth, raw_pixels or vae)
     :return: (env id, observation, renderer or None for the env's default)
-    :raises argparse.ArgumentTypeError: a malformed case, an unknown env or observation
+    :raises argparse.ArgumentTypeError: a malformed case, an unknown env or observation, a renderer the env lacks
     """
     parts = text.split(":")
     if len(parts) not in (2, 3) or parts[0] not in registered_env or parts[1] not in ("ground_truth", "raw_pixels",
                                                                                         "vae"):
         raise argparse.ArgumentTypeError(f"{text!r} is not ENV:OBSERVATION[:RENDERER] with a registered env and an "
                                          "observation of ground_truth, raw_pixels, vae")
+    refusal = rendererRefusal(parts[2], parts[0]) if len(parts) == 3 else None
+    if refusal is not None:  # (before any case is measured, not when the run of this one starts)
+        raise argparse.ArgumentTypeError(f"{text!r}: {refusal.replace('--renderer', 'renderer')}")
     return parts[0], parts[1], parts[2] if len(parts) == 3 else None
 
 
