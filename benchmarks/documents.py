@@ -236,11 +236,18 @@ def loadSpanText(load_start: float) -> str:
     return f"Load average {load_start:.1f} at the start, {loadNow():.1f} at the end"
 
 
+def shownPath(path: str) -> str:
+    """:return: ``path`` as a benchmark prints it: relative to the working folder when inside it, else absolute (a
+    results file in /tmp read ``../../tmp/...``)"""
+    relative = os.path.relpath(os.path.abspath(path))
+    return os.path.abspath(path) if relative == ".." or relative.startswith(".." + os.sep) else relative
+
+
 def appendReport(title: str, command: str, notes: str, table: str, packages: tuple[str, ...] = ("pybullet", "numpy",
                  "gymnasium"), path: str = BENCH_FILE, target: str = "bench") -> None:
     """
     Append a dated section with the command, the machine and the table to docs/benchmarks.md (or ``path``), and say
-    where on stdout (``appended to FILE``, relative to the working folder): every appending benchmark says it the same.
+    where on stdout (``appended to FILE``, :func:`shownPath`): every appending benchmark says it the same.
 
     :param title: section title
     :param command: the command that produced the figures
@@ -255,4 +262,4 @@ def appendReport(title: str, command: str, notes: str, table: str, packages: tup
                f"- Machine: {machineDescription(packages)}\n"
                f"- {notes}\n\n{table}\n")
     rewriteDocument(path, lambda text: text + section, BENCH_TITLE)
-    print(f"appended to {os.path.relpath(path)}", flush=True)
+    print(f"appended to {shownPath(path)}", flush=True)

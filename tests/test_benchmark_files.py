@@ -92,6 +92,9 @@ def test_appending_says_where_it_wrote(tmp_path, monkeypatch, capsys) -> None:
     appendReport("Speed", "python -m benchmarks.env_speed", "how", "| a |", packages=(), path=str(tmp_path / "out" /
                  "results.md"))
     assert capsys.readouterr().out == f"appended to {os.path.join('out', 'results.md')}\n"
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-results.md"  # outside the working folder: absolute
+    appendReport("Speed", "python -m benchmarks.env_speed", "how", "| a |", packages=(), path=str(elsewhere))
+    assert capsys.readouterr().out == f"appended to {elsewhere}\n"  # (it read ../<name>-results.md)
 
 
 def test_the_make_target_is_named_only_for_its_own_command() -> None:

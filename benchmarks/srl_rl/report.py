@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.documents import BENCH_FILE, appendReport, makeNote, replaceMarkedSection, rewriteDocument
+from benchmarks.documents import BENCH_FILE, appendReport, makeNote, replaceMarkedSection, rewriteDocument, shownPath
 from benchmarks.srl_rl import plans
 from benchmarks.srl_rl.analysis import envTable, plotEnv, reportedModels, summariseEnv, verdicts
 from benchmarks.srl_rl.archive import archivedMatches, archiveNote, collectRuns, measuredModels, recordFromArchive, recordRuns
@@ -345,7 +345,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
         if image_dir is not None and any(row.runs for row in rows):
             os.makedirs(image_dir, exist_ok=True)
             plotEnv(png, plan, rows, threshold)
-            print(f"Figure: {os.path.relpath(png)}")
+            print(f"Figure: {shownPath(png)}")
         if image_dir is not None and any(row.runs for row in rows):  # a figure is linked only where it was drawn
             images[plan.env] = os.path.relpath(png, os.path.dirname(doc) if doc else ROOT)
         print(f"\n{plan.env}\n{tables[plan.env]}\n" + (f"{comparisons[plan.env]}\n" if plan.env in comparisons else "")
@@ -376,7 +376,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
     if overview:
         print(f"\n{overview}", flush=True)
         if image_dir is not None and scoredTasks(rows_by_task):  # drawn only over tasks with a reference
-            print(f"Figure: {os.path.relpath(summary_png)}")
+            print(f"Figure: {shownPath(summary_png)}")
     facts = {"command": command, "seeds": settings.seeds, "envs": settings.envs, "machine": machine, "wall": wall,
              "ground_truth_seeds": {plan.task: count for plan, count in settings.groundTruthSeeds(reported).items()},
              "thresholds": thresholds, "commands": commands, "archived": notes_archive, "continued": notes_continued,
