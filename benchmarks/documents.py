@@ -236,10 +236,10 @@ def loadSpanText(load_start: float) -> str:
     return f"Load average {load_start:.1f} at the start, {loadNow():.1f} at the end"
 
 
-def shownPath(path: str) -> str:
-    """:return: ``path`` as a benchmark prints it: relative to the working folder when inside it, else absolute (a
-    results file in /tmp read ``../../tmp/...``)"""
-    relative = os.path.relpath(os.path.abspath(path))
+def shownPath(path: str, base: str | None = None) -> str:
+    """:return: ``path`` as a benchmark prints it: relative to ``base`` (None: the working folder) when inside it, else
+    absolute (a results file in /tmp read ``../../tmp/...``)"""
+    relative = os.path.relpath(os.path.abspath(path), base)
     return os.path.abspath(path) if relative == ".." or relative.startswith(".." + os.sep) else relative
 
 

@@ -25,7 +25,7 @@ import cv2
 import gymnasium as gym
 import numpy as np
 
-from environments.srl_env import REFERENCE_RENDERER
+from environments.srl_env import ENV_GLOBALS_FILE, REFERENCE_RENDERER
 from srl_toolbox.files import NPZ_READ_ERRORS, NotNpzFile, loadNpz, readJson
 
 DATA_FILE = "preprocessed_data.npz"
@@ -222,7 +222,7 @@ class Dataset:
         if "force_down" in self.config:
             return None if self.config["force_down"] is None else bool(self.config["force_down"])
         try:
-            env_globals = readJson(os.path.join(self.path, "env_globals.json"))
+            env_globals = readJson(os.path.join(self.path, ENV_GLOBALS_FILE))
             value = env_globals.get("env_kwargs", {}).get("force_down", env_globals.get("defaults", {}).get("force_down"))
         except (OSError, ValueError, AttributeError):
             return None

@@ -29,6 +29,7 @@ import numpy as np
 
 from environments.dataset import Dataset
 from environments.partial_folder import EPISODES_FOLDER, PARTIAL_NAME_EXTRA, SETTINGS_FILE, partialFolder
+from environments.srl_env import ENV_GLOBALS_FILE
 from srl_toolbox.cli import CLIParser, UsageError, checkNameLength, checkWritableFolder, runCommand
 from srl_toolbox.files import NPZ_READ_ERRORS, NotNpzFile, loadNpz, writeJson, writeNpz
 
@@ -105,7 +106,7 @@ def loadDataset(folder: str) -> dict[str, Any]:
     for record in records.values():
         if not os.path.isdir(os.path.join(folder, record)):
             raise UsageError(f"{folder!r}: {record} is missing")
-    env_globals = _optionalJson(os.path.join(folder, "env_globals.json"))
+    env_globals = _optionalJson(os.path.join(folder, ENV_GLOBALS_FILE))
     return {"folder": folder, "config": config, "arrays": arrays, "records": dict(sorted(records.items())),
             "env_globals": env_globals}
 
@@ -330,9 +331,9 @@ def merge(sources: list[str], destination: str, delete_sources: bool = False) ->
     result["episode_starts"] = result["episode_starts"].astype(bool)
     writeNpz(os.path.join(partial, "preprocessed_data.npz"), {key: result[key] for key in PREPROCESSED_KEYS})
     writeNpz(os.path.join(partial, "ground_truth.npz"), {key: result[key] for key in ground_truth_keys})
-    globals_path = os.path.join(sources[0], "env_globals.json")
+    globals_path = os.path.join(sources[0], ENV_GLOBALS_FILE)
     if os.path.isfile(globals_path):
-        shutil.copy2(globals_path, os.path.join(partial, "env_globals.json"))
+        shutil.copy2(globals_path, os.path.join(partial, ENV_GLOBALS_FILE))
     config = dict(datasets[0]["config"])
     config.update(num_episodes=int(np.count_nonzero(result["episode_starts"])),
                   merged_from=[{"name": os.path.basename(os.path.normpath(d["folder"])), "seed": d["config"].get("seed"),

@@ -19,12 +19,10 @@ from typing import Any
 import numpy as np
 
 from environments.partial_folder import EPISODES_FOLDER, SETTINGS_FILE
-from environments.srl_env import REFERENCE_RENDERER
+from environments.srl_env import ENV_GLOBALS_FILE, REFERENCE_RENDERER
 from srl_toolbox.files import writeJson, writeNpz
 
 FORMAT_VERSION = 1
-# The env's globals and the keywords the dataset was recorded with (SRLGymEnv.getGlobals: its ``env_kwargs``)
-ENV_GLOBALS_FILE = "env_globals.json"
 
 
 @dataclasses.dataclass(frozen=True)

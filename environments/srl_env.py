@@ -88,6 +88,8 @@ RENDERERS = ("tinyrenderer", "sprites", "lowpoly")
 # stay those of the data made before. Not "the default": each env class has its own (DEFAULT_RENDERER,
 # environments.defaultRenderer).
 REFERENCE_RENDERER = "tinyrenderer"
+# The file a run folder and a dataset keep getGlobals' record in (the env's globals and the keywords it was made with)
+ENV_GLOBALS_FILE = "env_globals.json"
 
 # The reset option (``env.reset(options={FRESH_WORLD: True})``) with which an env that has RESET_KEEPS_HISTORY builds
 # its world anew before the episode; the other envs ignore it.

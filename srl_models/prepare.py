@@ -38,11 +38,10 @@ from typing import Any
 
 from environments import dataset_generator, envOffers, getEnvClass, registered_env, resolvedRenderer
 from environments.dataset import Dataset
-from environments.dataset_layout import ENV_GLOBALS_FILE
 from environments.generator_config import GeneratorConfig
 from environments.partial_folder import differingText
 from environments.registry import defaultRenderersText, unknownEnvText
-from environments.srl_env import REFERENCE_RENDERER, RENDERERS
+from environments.srl_env import ENV_GLOBALS_FILE, REFERENCE_RENDERER, RENDERERS
 from srl_models import train
 from srl_models.augment import AUGMENTATIONS, MAX_PAD, PAD
 from srl_models.base import DATASET_FINGERPRINT_KEY, missingWeights
@@ -275,8 +274,9 @@ def checkDatasetSettings(folder: str, settings: dict[str, Any], max_steps: int |
     except (OSError, ValueError, AttributeError):
         recorded_steps = None  # (a dataset without the file: as the generator records one without a cap)
     if recorded_steps != max_steps:
-        differing.append(("max_steps", *("unset (the env's own)" if steps is None else steps
-                                         for steps in (recorded_steps, max_steps))))
+        own = "unset (the env's own)"
+        differing.append(("max_steps", own if recorded_steps is None else recorded_steps,
+                          own if max_steps is None else max_steps))
     if differing:
         raise UsageError(f"dataset {folder!r} was recorded with other settings ({differingText(differing)}): pass "
                          f"--force to record it again, or another --data-folder")

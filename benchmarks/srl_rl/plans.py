@@ -30,6 +30,7 @@ import shlex
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from benchmarks.documents import shownPath
 from benchmarks.srl_rl.env_plans import (
     GROUND_TRUTH,
     KUKA,
@@ -246,8 +247,7 @@ def displayPath(path: str) -> str:
     :param path: a file or folder
     :return: it relative to the repository root when inside it, else absolute
     """
-    relative = os.path.relpath(os.path.abspath(path), ROOT)
-    return os.path.abspath(path) if relative.startswith("..") else relative
+    return shownPath(path, ROOT)
 
 
 @dataclasses.dataclass

@@ -15,6 +15,7 @@ import warnings
 from typing import Any
 
 from environments import getEnvClass
+from environments.srl_env import ENV_GLOBALS_FILE
 from srl_models.base import RUN_RECORD_FILE
 from srl_toolbox.cli import hasControlCharacter
 from srl_toolbox.files import checkFolderStays, readJson
@@ -23,7 +24,6 @@ STAMP_FORMAT = "%y-%m-%d_%Hh%M_%S"
 # The names a new run folder may take: <stamp>_<tag>, then <stamp>_<tag>_1 ... _999
 RUN_FOLDER_ATTEMPTS = 1000
 ARGS_FILE = "args.json"
-ENV_GLOBALS_FILE = "env_globals.json"
 MONITOR_DIR = "monitor"
 # One Monitor CSV per env in MONITOR_DIR: <rank>.monitor.csv (SB3's Monitor adds the suffix, ``Monitor.EXT``, to the
 # name it is given; spelled here so that readers of run folders need not import Stable-Baselines3)

@@ -411,9 +411,8 @@ def _endedAtStart(venv: SubprocVecEnv) -> RuntimeError | None:
     codes = {process.exitcode for process in getattr(venv, "processes", ())}
     if not codes or any(code is None or code <= 0 for code in codes):
         return None
-    codes = sorted(codes)
     return RuntimeError(f"the env worker processes ended as they started, before building their envs (exit code "
-                        f"{', '.join(map(str, codes))}): the lines they printed above say why")
+                        f"{', '.join(map(str, sorted(codes)))}): the lines they printed above say why")
 
 
 def _subprocEnvs(thunks: list[Callable[[], gym.Env]]) -> SubprocVecEnv:
