@@ -156,6 +156,33 @@ def test_a_local_instance_runs_a_run_that_asks_for_more_cpus_than_the_machine_ha
         executors.RayExecutor("10.0.0.5:6379", 4, 0.0, None)
 
 
+class _InterruptedRay(_LocalRay):
+    """A local instance that gets a Ctrl-C while ``ray.init`` starts its processes."""
+
+    def __init__(self) -> None:
+        super().__init__(cpus=2)
+        self.calls: list[str] = []
+
+    def init(self, **kwargs) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # Python handles it at the next bytecode: here, in the middle of init
+        time.sleep(0.05)
+        self.calls.append("started")
+        super().init(**kwargs)
+
+    def shutdown(self) -> None:
+        self.calls.append("shut down")
+
+
+def test_a_ctrl_c_while_the_local_instance_starts_stops_the_processes_it_started(monkeypatch) -> None:
+    """A Ctrl-C that cut ray.init short left the processes it had started running (the raylet's agents, orphaned):
+    it waits for the start, Ray is shut down, then the interrupt goes on."""
+    fake = _InterruptedRay()
+    monkeypatch.setattr(executors, "importRay", lambda address: fake)
+    with pytest.raises(KeyboardInterrupt):
+        executors.RayExecutor(None, 1, 0.0, None)
+    assert fake.calls == ["started", "shut down"]
+
+
 class _DyingRay(_QueuingRay):
     """Ray on a cluster whose workers die (the OOM killer, a lost node): every task ends at once, without a result."""
 

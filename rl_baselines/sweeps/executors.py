@@ -42,6 +42,7 @@ from rl_baselines.sweeps.run_attempts import (
 from rl_baselines.sweeps.sweep import RunSpec
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import threadSettings, threadsShare, usableCores
+from srl_toolbox.signals import ctrlCDeferred
 
 RAY_INSTALL_HINT = 'pip install "srl-toolbox[ray]" (or: pip install "ray>=2.9")'
 # The local Ray instance only runs a few tiny tasks: a small object store keeps its shared memory footprint low.
@@ -361,6 +362,20 @@ def importRay(address: str | None) -> Any:
     return ray
 
 
+def _startLocalRay(ray: Any, **options: Any) -> None:
+    """
+    ``ray.init`` of a new local instance with ``options``. A Ctrl-C while it starts is held back until Ray has
+    started its processes, which are then stopped before the ``KeyboardInterrupt`` goes on: one that cut ``ray.init``
+    short left the processes it had started running, unreachable (its raylet's agents, orphaned).
+    """
+    try:
+        with ctrlCDeferred():
+            ray.init(address="local", **options)
+    except KeyboardInterrupt:
+        ray.shutdown()
+        raise
+
+
 class RayExecutor:
     """
     Runs each spec as a Ray task asking for ``num_cpus`` CPUs and ``num_gpus`` GPUs, at most ``workers`` in flight,
@@ -401,8 +416,7 @@ class RayExecutor:
                                    "log_to_driver": False}
         try:
             if address is None:  # "local": a new instance, even where RAY_ADDRESS is set or `ray start` ran here
-                ray.init(address="local", num_cpus=local_cpus, object_store_memory=LOCAL_RAY_OBJECT_STORE_BYTES,
-                         **options)
+                _startLocalRay(ray, num_cpus=local_cpus, object_store_memory=LOCAL_RAY_OBJECT_STORE_BYTES, **options)
             else:
                 del options["include_dashboard"]  # a setting of the cluster, not of a client
                 if _isLoopback(connect):  # found by auto after Ray was imported: what importRay sets, too late
