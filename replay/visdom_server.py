@@ -151,8 +151,9 @@ def main(argv: list[str] | None = None) -> None:
     """
     Entry point of ``python -m replay.visdom_server`` and of the ``srl-visdom`` console script.
 
-    Serves until interrupted (Ctrl-C or SIGTERM). Bad arguments, a busy port or an unusable env path print one
-    line on stderr and exit with status 2.
+    Serves until stopped by Ctrl-C or SIGTERM, its way to stop, so exit status 0 (also when started with SIGINT
+    ignored: ``srl-visdom &`` in a script, then ``kill -INT``). Bad arguments, a busy port or an unusable env path
+    print one line on stderr and exit with status 2.
 
     :param argv: command-line arguments without the program name (default: ``sys.argv[1:]``)
     """
@@ -202,10 +203,13 @@ def main(argv: list[str] | None = None) -> None:
                   "so the web page may stay blank; plots are still received and stored. Install them once with "
                   f"`make install` or `{pythonCommand()} -m replay.visdom_static` (from the npm registry).", flush=True)
         stop = asyncio.Event()
-        try:  # SIGTERM (process.terminate()) stops the server cleanly, like Ctrl-C
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-        except (NotImplementedError, RuntimeError):  # Windows, or not the main thread
-            pass
+        # SIGTERM (process.terminate()) stops the server cleanly, like Ctrl-C; so does a SIGINT that the process was
+        # started ignoring (a shell script's `srl-visdom &`)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            try:
+                asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+            except (NotImplementedError, RuntimeError):  # Windows, or not the main thread
+                pass
         await stop.wait()
         print("Visdom server stopped", flush=True)
 

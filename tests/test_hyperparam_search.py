@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import shlex
+import sys
 import time
 import zipfile
 
@@ -302,6 +303,7 @@ def test_a_trial_whose_first_rollout_passes_the_budget_is_pruned_before_it_train
     progress.trialDone(frozen)
     line = capsys.readouterr().out.strip()
     assert "pruned before it started (n_steps 300 x 2 env(s)" in line and "None" not in line, line
+    assert progress.bar.postfix == "best=none yet, failed=0, pruned=1"  # (it read best=-inf)
     study = optuna.create_study()
     study.add_trial(frozen)
     writeTrialsCsv(str(tmp_path / "trials.csv"), study)
@@ -548,3 +550,21 @@ def test_sweep_defaults_are_train_config_s(monkeypatch):
     assert (pipeline_args.srl_model, pipeline_args.log_dir, pipeline_args.seed) == (["ground_truth"], "elsewhere/", 7)
     for parser in (hyperparam_search.searchParser(), pipeline.buildParser()):
         assert "[ground_truth]" in parser.format_help() and "[elsewhere/]" in parser.format_help()
+
+
+class _KilledTrain(TrialObjective):
+    """A trial whose train process is killed (kill -9, the OOM killer) after printing a warning."""
+
+    def trainCommand(self, run_root: str, number: int, params: dict) -> list[str]:
+        return [sys.executable, "-c", "import os, signal; print('warning: You have specified a mini-batch size of 64', "
+                                      "flush=True); os.kill(os.getpid(), signal.SIGKILL)"]
+
+
+def test_a_trial_whose_train_was_killed_fails_as_killed_not_with_its_logs_last_line(tmp_path):
+    """It failed with "train exited with code -9: warning: You have specified a mini-batch size ...": the warning
+    its log happened to end with read as the cause."""
+    config = _searchConfig(tmp_path)
+    trial = optuna.create_study(direction="maximize").ask()
+    with pytest.raises(TrialFailed, match=r"^train exited with code -9: killed by SIGKILL \(log: .*train\.log\)$"):
+        _KilledTrain(config)(trial)
+    assert trial.user_attrs["error"].startswith("train exited with code -9: killed by SIGKILL (log: ")

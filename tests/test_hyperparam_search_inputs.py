@@ -83,6 +83,8 @@ def test_a_storage_whose_driver_is_missing_is_named(tmp_path, monkeypatch):
     ("a2c", ["--ta", "mine"], "--ta (--tag)", "each trial's is trial<N>"),
     ("ppo2", ["--run-folder", "elsewhere"], "--run-folder", "each trial's is <log-dir>/hyperparam_search/"),
     ("ppo2", ["--algo-args", "ppo2:--resume=elsewhere"], "--resume", "run the search again"),
+    ("ppo2", ["--resume"], "--resume", "run the search again"),
+    ("ppo2", ["--algo-args", "ppo2:--tag"], "--tag", "each trial's is trial<N>"),
 ])
 def test_a_train_flag_cannot_set_what_the_search_sets_for_each_trial(tmp_path, monkeypatch, algo, flags, named,
                                                                       instead):
@@ -106,6 +108,17 @@ def test_a_forwarded_seed_is_one_line_exit_2_writing_nothing(tmp_path):
                        log_dir, "--n-trials", "1", "--num-timesteps", "64", "--algo-args", "ppo2:--seed=7")
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert "--seed cannot be a train flag" in result.stderr and "hyperparam_search's own --seed" in result.stderr
+    assert not log_dir.exists()
+
+
+def test_a_bare_resume_is_refused_as_the_searchs_not_as_a_flag_missing_its_value(tmp_path):
+    """It got argparse's "argument --resume: expected one argument", which asks for a value that is then refused."""
+    log_dir = tmp_path / "logs"
+    result = runModule("rl_baselines.hyperparam_search", "--env", ENV, "--srl-model", "ground_truth", "--log-dir",
+                       log_dir, "--n-trials", "1", "--num-timesteps", "64", "--resume")
+    assert result.returncode == 2 and result.stderr == (
+        "error: --resume cannot be a train flag (in --algo-args or passed on to train): hyperparam_search sets it for "
+        "each trial; run the search again to add trials to its study\n"), result.stderr
     assert not log_dir.exists()
 
 

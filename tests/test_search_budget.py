@@ -148,6 +148,11 @@ def test_a_searched_rollout_fits_twice_in_the_budget(tmp_path, algo, flags, budg
                                                    "least 4 x the smallest), or fix n_steps with --hyperparam "
                                                    "n_steps:N (N x 2 at most 50)")):
         search_study.fitSpaceToBudget("x", {"n_steps": (int, (32, 2048))}, 100, 2)
+    # a budget in which no n_steps of 1 or more fits is not told to fix one ("N x 4 at most 2")
+    with pytest.raises(UsageError, match=r"--num-timesteps 4: .* \(at least 8 x the smallest\)$"):
+        search_study.fitSpaceToBudget("x", {"n_steps": (int, (32, 2048))}, 4, 4)
+    with pytest.raises(UsageError, match=r"n_steps:N \(N x 4 at most 4\)$"):
+        search_study.fitSpaceToBudget("x", {"n_steps": (int, (32, 2048))}, 8, 4)
 
 
 class _FinishedRun:

@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -313,6 +314,24 @@ def test_busy_port_is_one_line_error(tmp_path) -> None:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1
     assert str(port) in lines[0] and "in use" in lines[0]
+
+
+def test_a_server_started_ignoring_sigint_stops_on_one(tmp_path) -> None:
+    """``srl-visdom &`` in a shell script starts it with SIGINT ignored, and ``kill -INT`` did nothing (only SIGTERM
+    stopped it); it stops on either, its way to stop: exit 0."""
+    port = findFreePort()
+    server = subprocess.Popen([sys.executable, "-m", "replay.visdom_server", "--port", str(port), "--env-path",
+                               str(tmp_path)], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        assert waitForServer(port, timeout=VISDOM_START_TIMEOUT_S, process=server)
+        server.send_signal(signal.SIGINT)
+        output, _ = server.communicate(timeout=30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert server.returncode == 0 and output.rstrip().endswith("Visdom server stopped"), output
 
 
 def test_bad_port_is_one_line_error(tmp_path) -> None:

@@ -76,6 +76,7 @@ from rl_baselines.sweeps.search_trials import TrialProgress, finishedTrials, run
 from rl_baselines.sweeps.sweep import (
     PATH_SETTINGS,
     canonicalPath,
+    ownedFlagProblem,
     parseAlgoArgs,
     trainFlagProblem,
     unknownTrainFlags,
@@ -114,6 +115,7 @@ TRIAL_TRAIN_FLAGS = {
     "run_folder": ("--run-folder", f"each trial's is <log-dir>/{SEARCH_FOLDER}/<study>/trial_NNNN/"),
     "resume": ("--resume", "run the search again to add trials to its study"),
 }
+TRIAL_FLAGS_SETTER = "hyperparam_search sets it for each trial"
 
 # rl_zoo3's --optimize flags that this command spells otherwise or does not take, and what to give instead (their
 # refusal says it, beside train's hints for rl_zoo3's train flags); --n-trials, --pruner, --n-startup-trials,
@@ -216,8 +218,7 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
     shared = ["--algo", args["algo"], "--env", args["env"], "--srl-model", args["srl_model"], "--seed", str(args["seed"]),
               "--num-timesteps", str(args["num_timesteps"])]
     try:
-        problem = trainFlagProblem(args["algo"], train_argv, TRIAL_TRAIN_FLAGS,
-                                   "hyperparam_search sets it for each trial")
+        problem = trainFlagProblem(args["algo"], train_argv, TRIAL_TRAIN_FLAGS, TRIAL_FLAGS_SETTER)
     except UsageError as error:  # (flags train cannot parse)
         raise UsageError(f"train flags: {error}") from None
     if problem is not None:
@@ -510,8 +511,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with HeldWarnings(shown_at_once=(SkippedPluginWarning,)):
         parser = searchParser()
         args, train_argv = parser.parse_known_args(argv)
-        unknown = unknownTrainFlags([args.algo], train_argv, parser._option_string_actions, "hyperparam_search",
-                                    zooFlagHints(RL_ZOO_SEARCH_FLAGS))
+        # (a flag the search sets spelled whole first: train's parser would refuse a bare --resume as needing a value)
+        unknown = ownedFlagProblem(train_argv, TRIAL_TRAIN_FLAGS, TRIAL_FLAGS_SETTER) or unknownTrainFlags(
+            [args.algo], train_argv, parser._option_string_actions, "hyperparam_search",
+            zooFlagHints(RL_ZOO_SEARCH_FLAGS))
         if unknown is not None:
             raise UsageError(unknown)
         importOptuna()

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 
 # The line a Python traceback ends with: the exception's (dotted) name, then its message if any
 _EXCEPTION = re.compile(r"[A-Za-z_][\w.]*(: |$)")
 _MESSAGE_LINES = 10
+# The most characters of a log's last line that are said (an exception's message is said whole)
+_LAST_LINE_CHARS = 300
 
 
 def lastLogError(log_path: str) -> str:
@@ -27,9 +30,9 @@ def lastLogError(log_path: str) -> str:
 def logError(text: str) -> str:
     """
     :param text: the end of a log
-    :return: the error it ends with, on one line of at most 300 characters: after a Python traceback, its exception
-        and the whole of its message (``ValueError: Expected parameter loc ... found invalid values: tensor([[nan,
-        nan]])``, not only the message's last line), else its last non-empty line
+    :return: the error it ends with, on one line: after a Python traceback, its exception and the whole of its
+        message (``ValueError: Expected parameter loc ... found invalid values: tensor([[nan, nan]])``, not only the
+        message's last line), else its last non-empty line, its first 300 characters and ``...`` when longer
     """
     lines = [line.rstrip() for line in text.splitlines() if line.strip()]
     frames = [index for index, line in enumerate(lines)
@@ -38,5 +41,19 @@ def logError(text: str) -> str:
         start = next((index for index in range(frames[-1] + 1, len(lines)) if not lines[index][:1].isspace()), None)
         # ... when the log ends with it (a message of a few lines), not with other output after a traceback
         if start is not None and _EXCEPTION.match(lines[start]) and len(lines) - start <= _MESSAGE_LINES:
-            return " ".join(" ".join(lines[start:]).split())[:300]
-    return lines[-1].strip()[:300] if lines else ""
+            return " ".join(" ".join(lines[start:]).split())
+    if not lines:
+        return ""
+    last = lines[-1].strip()
+    return last if len(last) <= _LAST_LINE_CHARS else last[:_LAST_LINE_CHARS] + "..."
+
+
+def killedBy(returncode: int | None) -> str | None:
+    """:return: ``killed by SIGKILL`` for a process a signal ended (a negative exit code: it wrote nothing of it, so
+    its log's last line says nothing of why it ended), None for another end"""
+    if returncode is None or returncode >= 0:
+        return None
+    try:
+        return f"killed by {signal.Signals(-returncode).name}"
+    except ValueError:
+        return f"killed by signal {-returncode}"

@@ -34,7 +34,7 @@ from typing import IO, Any
 
 from rl_baselines.core.run_folder import newStamp
 from rl_baselines.runs.resume import runStatus
-from rl_baselines.sweeps.log_errors import lastLogError
+from rl_baselines.sweeps.log_errors import killedBy, lastLogError
 from rl_baselines.sweeps.sweep import RunSpec
 from srl_toolbox.devices import threadsEnvironment
 from srl_toolbox.files import atomicPath, readJson, writeJson
@@ -249,13 +249,14 @@ def continuesFromCheckpoint(run_folder: str) -> bool:
 
 def _failureMessage(returncode: int | None, log_path: str, run_folder: str) -> str:
     """:return: why a run failed: the signal that stopped it (:func:`stoppedBySignal`) and whether the same command
-    continues it or starts it again (:func:`continuesFromCheckpoint`), else the last line of its log"""
+    continues it or starts it again (:func:`continuesFromCheckpoint`), another signal that killed it, else the error
+    its log ends with"""
     stopped = stoppedBySignal(returncode)
     if stopped is not None:
         return f"stopped by {stopped.name} (" + ("the same command continues it from its last checkpoint)"
                                                  if continuesFromCheckpoint(run_folder) else
                                                  "no checkpoint yet: the same command starts it again)")
-    return lastLogError(log_path)
+    return killedBy(returncode) or lastLogError(log_path)
 
 
 def finishRun(started: StartedRun, returncode: int, stopped: bool = False) -> RunResult:

@@ -216,11 +216,13 @@ def fitSpaceToBudget(algo: str, space: dict[str, tuple], budget: int, envs: int 
             fitted[name] = _cutTo(space[name], budget // (ROLLOUTS_IN_BUDGET * envs))
             if fitted[name] is None:
                 rollouts = ROLLOUTS_IN_BUDGET * envs
+                # fixing it is advice only where a value of at least 1 fits
+                fixing = (f", or fix {name} with --hyperparam {name}:N (N x {envs} at most "
+                          f"{budget // ROLLOUTS_IN_BUDGET})" if budget // rollouts >= 1 else "")
                 raise UsageError(f"--num-timesteps {budget}: every {name} the search space of {algo} offers "
                                  f"({_offered(space[name])}) x {envs} env(s) makes a rollout past half of it, so no "
                                  f"trial would be scored after an update; give a larger --num-timesteps (at least "
-                                 f"{rollouts} x the smallest), or fix {name} with --hyperparam {name}:N (N x {envs} at "
-                                 f"most {budget // ROLLOUTS_IN_BUDGET})")
+                                 f"{rollouts} x the smallest){fixing}")
     if "learning_starts" in space:
         fitted["learning_starts"] = _cutTo(space["learning_starts"], budget - 1)
         if fitted["learning_starts"] is None:

@@ -45,7 +45,7 @@ from tqdm import tqdm
 from rl_baselines.core.run_folder import ARGS_FILE, MANIFEST_FILE, RunFolder
 from rl_baselines.runs.evaluation_files import readEvaluations
 from rl_baselines.runs.monitor_files import MonitorTail, runEnvsOf
-from rl_baselines.sweeps.log_errors import lastLogError
+from rl_baselines.sweeps.log_errors import killedBy, lastLogError
 from rl_baselines.sweeps.search_study import (
     RUN_PARAMS,
     SCORED_EPISODES,
@@ -372,7 +372,8 @@ class TrialObjective:
             _stopChild(child)
             watch.close()
         if child.returncode != 0:
-            message = f"train exited with code {child.returncode}: {lastLogError(log_path)} (log: {log_path})"
+            why = killedBy(child.returncode) or lastLogError(log_path)
+            message = f"train exited with code {child.returncode}: {why} (log: {log_path})"
             trial.set_user_attr("error", message)
             raise TrialFailed(message)
         try:
@@ -502,7 +503,8 @@ class TrialProgress:
         else:
             line = f"trial {trial.number}: failed: {trial.user_attrs.get('error', 'see its train.log')}"
         writeAboveBar(self.bar, line)
-        self.bar.set_postfix(best=f"{self.best:.2f}", pruned=self.counts["PRUNED"], failed=self.counts["FAIL"])
+        self.bar.set_postfix(best=f"{self.best:.2f}" if self.counts["COMPLETE"] else "none yet",
+                             pruned=self.counts["PRUNED"], failed=self.counts["FAIL"])
         self.bar.update(1)
 
     def tick(self) -> None:

@@ -327,6 +327,15 @@ def expandGrid(algos: Sequence[str], envs: Sequence[str], srl_models: Sequence[s
             for algo, env, srl_model in itertools.product(unique(algos), unique(envs), unique(srl_models))]
 
 
+def ownedFlagProblem(train_args: Sequence[str], owned: Mapping[str, tuple[str, str]], setter: str) -> str | None:
+    """:return: :func:`trainFlagProblem`'s line for a flag of ``owned`` spelled whole among ``train_args``, said
+    before train parses them (a bare ``--resume`` would be refused as a flag that expects a value), or None"""
+    for flag, instead in owned.values():
+        if any(word.split("=", 1)[0] == flag for word in train_args):
+            return f"{flag} cannot be a train flag (in --algo-args or passed on to train): {setter}; {instead}"
+    return None
+
+
 def trainFlagProblem(algo: str, train_args: Sequence[str], owned: Mapping[str, tuple[str, str]], setter: str
                      ) -> str | None:
     """
@@ -339,6 +348,9 @@ def trainFlagProblem(algo: str, train_args: Sequence[str], owned: Mapping[str, t
         such as ``--se 7``), naming the flag as spelled, or None
     :raises UsageError: flags train cannot parse
     """
+    problem = ownedFlagProblem(train_args, owned, setter)
+    if problem is not None:
+        return problem
     given, _ = trainParser(algo).parse_known_args(
         list(train_args), argparse.Namespace(**{dest: _NOT_GIVEN for dest in owned}))
     for dest, (flag, instead) in owned.items():
