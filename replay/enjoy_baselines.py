@@ -38,7 +38,7 @@ from tqdm import tqdm
 
 from environments import getEnvClass, groundTruthRefusal, registered_env
 from environments.srl_env import displayRefusal
-from replay.replay_plots import ReplayPlotting, ReplayVisdom
+from replay.replay_plots import ACTION_PROBA_PNG, TRAJECTORY_PNG, ReplayPlotting, ReplayVisdom
 from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.run_folder import BEST_DIR, CHECKPOINTS_DIR, RunFolder
 from rl_baselines.runs.loaded_run import LAST_CHECKPOINT, loadRun
@@ -54,6 +54,7 @@ from srl_toolbox.cli import (
     addProgressArgument,
     addSeedArgument,
     addVisdomArguments,
+    checkFolderName,
     checkOutputFile,
     checkWritableFolder,
     envCount,
@@ -101,7 +102,8 @@ def buildParser() -> CLIParser:
     parser = CLIParser(prog="python -m replay.enjoy_baselines", description="Replay a trained agent.")
     parser.addFlagHints(zooFlagHints(RL_ZOO_FLAGS))
     parser.add_argument("--log-dir", type=nonEmptyText, required=True, help="the run folder (holds args.json and the model)")
-    parser.add_argument("--num-timesteps", type=positiveInt, default=1000, help="env steps to play [1000]")
+    parser.add_argument("--num-timesteps", type=positiveInt, default=1000,
+                        help="env steps to play, the envs' together, rounded up to a step of every env [1000]")
     addSeedArgument(parser, help="seed of the replay envs (env i gets seed + i) and of the agent's action sampling [0]")
     parser.add_argument("--num-cpu", type=envCount, default=1, help=f"parallel envs, at most {MAX_ENVS} [1]")
     parser.add_argument("--deterministic", action="store_true", help="take the most likely action")
@@ -383,7 +385,7 @@ def checkedReplay(args: argparse.Namespace) -> tuple[TrainConfig, Any, Any, str]
         --plotting's PNGs
     :raises UsageError: bad input (one line)
     :warns: a run the env cannot rebuild exactly (another physics version), a learned state handed unscaled,
-        visdom flags without --plotting
+        visdom flags without --plotting, --fps without --video
     """
     if args.video is not None and not args.video.lower().endswith(VIDEO_FORMATS):
         raise UsageError(f"--video {args.video!r}: the file must end in .gif or .mp4")
@@ -396,6 +398,9 @@ def checkedReplay(args: argparse.Namespace) -> tuple[TrainConfig, Any, Any, str]
     if not args.plotting and (args.no_vis or args.port != DEFAULT_VISDOM_PORT):
         warnings.warn("--port and --no-vis choose where --plotting draws its live plots; without --plotting nothing "
                       "is drawn")
+    if args.fps is not None and args.video is None:
+        warnings.warn(f"--fps {args.fps} is the frame rate of the --video recording; without --video nothing is "
+                      "recorded")
     run_dir = args.log_dir
     train_args = loadRunArgs(run_dir)
     if args.plotting and train_args.env in registered_env:  # (an env not installed: loadRun below says so)
@@ -415,6 +420,8 @@ def checkedReplay(args: argparse.Namespace) -> tuple[TrainConfig, Any, Any, str]
         print(f"Device: {device_note}")
     output_dir = args.output_dir or os.path.join(run_dir, "replay")
     if args.plotting:
+        checkFolderName(output_dir, "--output-dir",
+                        f"--plotting writes its PNGs in it ({ACTION_PROBA_PNG}, {TRAJECTORY_PNG})")
         checkWritableFolder(output_dir, "--output-dir")
     if args.video:
         checkOutputFile(args.video, "--video")

@@ -62,6 +62,7 @@ from replay.results import (
 from srl_toolbox.cli import (
     CLIParser,
     UsageError,
+    checkFolderName,
     checkOutputFiles,
     checkWritableFolder,
     finiteFloat,
@@ -447,6 +448,7 @@ def checkedInputs(argv: Sequence[str] | None = None, write: bool = True
     output_dir = args.output_dir or args.log_dir
     csv_path, md_path = os.path.join(output_dir, "results.csv"), os.path.join(output_dir, "results.md")
     flag = "--output-dir" if args.output_dir else "--log-dir"
+    checkFolderName(output_dir, flag, "results.csv and results.md are written in it")
     checkWritableFolder(output_dir, flag)  # (a file given as the folder: named as given, not as results.csv in it)
     checkOutputFiles((csv_path, md_path), flag)
     return args, runs, csv_path, md_path

@@ -56,6 +56,7 @@ from srl_toolbox.cli import (
     UsageError,
     addOptInVisdomFlags,
     addVisdomArguments,
+    checkFolderName,
     checkOutputFiles,
     nonEmptyText,
     positiveInt,
@@ -75,8 +76,6 @@ from srl_toolbox.plots import (
 from srl_toolbox.terminal import HeldWarnings
 
 PNG_NAME = "learning_curves.png"
-# An --output-dir that ends so (and is no folder yet) is a file name given for the folder the PNGs go in
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".svg", ".pdf", ".gif")
 DEFAULT_WINDOW = 40
 TITLE_WIDTH = 110  # characters of a PNG title's line: the figure (1200 px) shows about 130
 # Wall time is shown in the largest unit that keeps the axis readable: (seconds per unit, label)
@@ -431,10 +430,9 @@ def checkedRuns(args: argparse.Namespace) -> tuple[list[tuple[str, Any, Any]], l
         raise UsageError(f"{inside[0]}: give -i {inside[1]}")
     if args.output_dir is not None and os.path.exists(args.output_dir) and not os.path.isdir(args.output_dir):
         raise UsageError(f"--output-dir {args.output_dir!r} exists and is not a folder")
-    if (args.output_dir is not None and not os.path.isdir(args.output_dir)
-            and os.path.splitext(args.output_dir)[1].lower() in IMAGE_SUFFIXES):
-        raise UsageError(f"--output-dir {args.output_dir!r} takes a folder, not a file name: each run's PNG is named "
-                         f"in it after the run's path below -i (without --output-dir, {PNG_NAME} in the run folder)")
+    if args.output_dir is not None:
+        checkFolderName(args.output_dir, "--output-dir", f"each run's PNG is named in it after the run's path below -i "
+                                                         f"(without --output-dir, {PNG_NAME} in the run folder)")
     run_dirs = findRunFolders(args.input)
     if not run_dirs:
         raise UsageError(f"no run found in or below {args.input!r} (a run folder holds monitor/*{MONITOR_SUFFIX})")

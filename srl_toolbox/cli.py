@@ -382,6 +382,24 @@ def intInRange(low: int, high: int | None = None) -> Callable[[str], int]:
 _REFUSED_WRITE_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 
 
+# The endings of the files the commands write: an output folder still to be made that ends so is a file's name given
+# for the folder (``--output-dir plots/a.png``), refused by :func:`checkFolderName`
+OUTPUT_FILE_SUFFIXES = (".png", ".jpg", ".jpeg", ".svg", ".pdf", ".gif", ".mp4", ".csv", ".md", ".npz", ".json")
+
+
+def checkFolderName(folder: str, flag: str, writes: str) -> None:
+    """
+    :param folder: an output folder (made later if missing)
+    :param flag: the option that gave it
+    :param writes: what the command writes in it, a clause of the message (``results.csv and results.md are written
+        in it``)
+    :raises UsageError: a folder still to be made whose name ends like a file (:data:`OUTPUT_FILE_SUFFIXES`): the
+        command would make a folder of that name and write its files inside (``x.png/trajectory.png``)
+    """
+    if not os.path.isdir(folder) and os.path.splitext(folder.rstrip("/"))[1].lower() in OUTPUT_FILE_SUFFIXES:
+        raise UsageError(f"{flag} {folder!r} takes a folder, not a file name: {writes}")
+
+
 def checkWritableFolder(folder: str, flag: str, value: str | None = None) -> None:
     """
     Refuse an output folder that cannot be written, before any work: a file in its path, a symbolic link to nothing

@@ -354,7 +354,9 @@ def test_a_run_that_saved_no_model_yet_says_when_it_will(checkpointedRun, tmp_pa
         enjoy_baselines.main(["--log-dir", run_dir, *REPLAY])
     os.remove(os.path.join(run_dir, "manifest.json"))  # (as before the run's first save)
     with pytest.raises(UsageError, match=r"holds no latest model \(.*\); the run has saved no model yet \(still "
-                                         r"training, or stopped before\): it saves one at its first checkpoint, step "
-                                         r"250 \(--checkpoint-freq\), its best model once 100 episodes have finished "
+                                         r"training, or stopped before\): it saves one at its first checkpoint, due at "
+                                         r"step 250 \(--checkpoint-freq\) and written at the first step from there "
+                                         r"where the algorithm can save its whole training state \(ppo2, a2c: their "
+                                         r"next rollout's start\), its best model once 100 episodes have finished "
                                          r"\(--min-episodes-save\)$"):
         enjoy_baselines.main(["--log-dir", run_dir, *REPLAY])

@@ -434,6 +434,10 @@ def test_a_video_path_that_is_a_folder_or_a_gif_too_fast_is_refused_before_the_r
 def test_output_dir_needs_plotting(tmp_path, trainedRun):
     with pytest.raises(UsageError, match="add --plotting"):
         enjoy_baselines.main(["--log-dir", trainedRun, "--output-dir", str(tmp_path)])
+    # a file's name for the folder made a folder x.png/ holding the PNGs
+    with pytest.raises(UsageError, match=r"--output-dir '.*x\.png' takes a folder, not a file name: --plotting writes "
+                                         r"its PNGs in it \(action_proba\.png, trajectory\.png\)$"):
+        enjoy_baselines.main(["--log-dir", trainedRun, "--plotting", "--no-vis", "--output-dir", str(tmp_path / "x.png")])
     assert not os.listdir(tmp_path)
 
 
@@ -643,6 +647,11 @@ def test_visdom_flags_without_plotting_are_one_warning_held_with_the_checks(tmp_
         with pytest.warns(UserWarning, match="without --plotting nothing is drawn"):
             assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "2", "--no-progress",
                                          *flags]) == 0
+    # so is --fps without --video, where it did nothing, silently
+    with pytest.warns(UserWarning, match=r"^--fps 10 is the frame rate of the --video recording; without --video "
+                                         r"nothing is recorded$"):
+        assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "2", "--no-progress", "--fps",
+                                     "10"]) == 0
     result = runModule("replay.enjoy_baselines", "--log-dir", trainedRun, "--num-timesteps", "2", "--port", "9000",
                        "--video", str(tmp_path / "x.avi"))
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and ".gif or .mp4" in result.stderr, result.stderr

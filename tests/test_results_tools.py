@@ -208,6 +208,10 @@ def test_bad_inputs(runs, tmp_path, capsys, monkeypatch):
                            "--output-dir", out), "must be a positive integer")
     assertUsage(inProcess(gather_results.main, "--log-dir", runs["log_dir"], "--group-by", "nope",
                            "--output-dir", out), "--group-by nope")
+    # a file's name for the folder made a folder results.csv/ holding results.csv and results.md
+    assertUsage(inProcess(gather_results.main, "--log-dir", runs["log_dir"], "--output-dir", out / "results.csv"),
+                f"--output-dir '{out / 'results.csv'}' takes a folder, not a file name: results.csv and results.md are "
+                "written in it")
     assert not out.exists()
     assertUsage(runModule("replay.aggregate_plots", "-i", empty), "no run with a finished episode")
     assertUsage(runModule("replay.compare_plots", "-i", tmp_path / "none.npz"), "is not a readable .npz file")

@@ -358,11 +358,14 @@ def firstSaveText(train_args: TrainConfig) -> str:
     """
     :param train_args: a run's settings
     :return: when such a run saves its first model, for the refusal of one that has saved none (still training, or
-        stopped before): at its first checkpoint (``--checkpoint-freq``, five per run by default) or, without
+        stopped before): at its first checkpoint (``--checkpoint-freq``, five per run by default, written at the
+        algorithm's first clean point from the step it falls due at) or, without
         checkpoints, at its end; and its best model once ``--min-episodes-save`` episodes have finished
     """
     interval = checkpointInterval(train_args.checkpoint_freq, train_args.num_timesteps)
-    first = (f"at its first checkpoint, step {interval:,} (--checkpoint-freq)" if interval > 0 else
+    first = (f"at its first checkpoint, due at step {interval:,} (--checkpoint-freq) and written at the first step "
+             f"from there where the algorithm can save its whole training state (ppo2, a2c: their next rollout's "
+             f"start)" if interval > 0 else
              f"at its end, step {train_args.num_timesteps:,} (--checkpoint-freq -1: no checkpoint before)")
     return (f"the run has saved no model yet (still training, or stopped before): it saves one {first}, its best "
             f"model {bestSaveText(train_args)}")
