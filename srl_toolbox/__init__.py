@@ -12,6 +12,8 @@ A Ctrl-C in those seconds comes before the command's :func:`srl_toolbox.cli.runC
 only there: a program that imports them keeps Python's own handling), :func:`interruptedHook` is ``sys.excepthook``:
 a Ctrl-C that no code caught prints that same line, ``Interrupted``, instead of a traceback of the imports, and the
 interpreter then ends as Python does for one (by SIGINT: 130 in a shell); any other exception is printed as before.
+Such a process started with SIGINT ignored (``cmd &`` in a shell script) takes it from that moment on
+(:func:`takeIgnoredSigint`).
 
 Importing it also makes OpenMP's threads (torch's intra-op threads on the CPU: libgomp) wait passively
 (:func:`passiveOpenMP`): ``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets ``OMP_WAIT_POLICY`` or
@@ -23,6 +25,7 @@ threads' sums are split as before).
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import MutableMapping, Sequence
 from types import TracebackType
@@ -84,7 +87,23 @@ def interruptedHook(kind: type[BaseException], value: BaseException, traceback: 
         sys.__excepthook__(kind, value, traceback)
 
 
-if isProjectCommand(getattr(sys, "orig_argv", ())) and sys.excepthook is sys.__excepthook__:
-    sys.excepthook = interruptedHook
+def takeIgnoredSigint() -> bool:
+    """
+    In a command started with SIGINT ignored (``cmd &`` in a shell script without job control): take it from here, by
+    Python's own handler, as :func:`srl_toolbox.signals.ctrlCTaken` does once the command runs. A ``kill -INT`` in the
+    seconds the command imports its libraries was otherwise lost, and the command ran on to its end.
+
+    :return: whether SIGINT was ignored (and is now taken)
+    """
+    if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+        return False
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    return True
+
+
+if isProjectCommand(getattr(sys, "orig_argv", ())):
+    takeIgnoredSigint()
+    if sys.excepthook is sys.__excepthook__:
+        sys.excepthook = interruptedHook
 
 passiveOpenMP(os.environ)

@@ -90,6 +90,19 @@ def test_a_ctrl_c_while_a_command_imports_its_libraries_is_one_line(tmp_path, mo
     assert library.returncode == -signal.SIGINT and library.stderr.startswith("Traceback"), library.stderr
 
 
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_a_command_started_with_sigint_ignored_stops_on_one_while_it_imports(tmp_path) -> None:
+    """``python -m rl_baselines.train ... &`` in a shell script starts it with SIGINT ignored; runCommand takes it,
+    but a ``kill -INT`` in the seconds of the imports before was lost and the run went on to its end. Here the
+    signal comes while the command imports tqdm (replaced by a module that signals its own process)."""
+    (tmp_path / "tqdm.py").write_text("import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(30)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), REPO])}
+    result = subprocess.run([sys.executable, "-m", "rl_baselines.train", "--help"], capture_output=True, text=True,
+                            env=env, cwd=REPO, timeout=120,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert (result.returncode, result.stdout, result.stderr) == (-signal.SIGINT, "", "Interrupted\n")
+
+
 def test_only_the_projects_commands_print_the_one_line_start_up_ctrl_c() -> None:
     assert commandModule(["python", "-X", "dev", "-W", "error", "-m", "srl_models.train", "-m", "x"]) == \
         "srl_models.train"
