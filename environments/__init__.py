@@ -1,4 +1,7 @@
-"""Robot environments (PyBullet) behind the SRLGymEnv interface; importing the package registers them in gymnasium."""
+"""Robot environments behind the SRLGymEnv interface (the Kuka arms and mobile robots in PyBullet, Omnirobot drawn with
+OpenCV, gymnasium's CarRacing), with the registry that names them: importing the package registers every env, the env
+plugins' too, in gymnasium, and exports the registry's helpers (each env's default renderer, the refusals of flags an
+env does not take). The dataset generator is ``environments.dataset_generator``."""
 # first: it installs the one-line Ctrl-C of a command's start-up (srl_toolbox's docstring) before gymnasium loads
 from srl_toolbox import __version__
 

@@ -1,4 +1,6 @@
-"""srl-toolbox: the distribution's version, defined once here, and the one line a Ctrl-C during a command's start-up
+"""srl-toolbox: what every package uses (files: atomic saves; cli: the parser and shared flags; errors; settings: a
+command's flags as dataclass fields; plugins, locks, devices, signals, progress, plots...), below all of them. This
+module holds the distribution's version, defined once here, and the one line a Ctrl-C during a command's start-up
 prints.
 
 setup.py reads ``__version__`` from this file (without importing it), and rl_baselines, srl_models, environments

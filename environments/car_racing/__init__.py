@@ -1,0 +1,1 @@
+"""Gymnasium's CarRacing (Box2D) behind the SRLGymEnv interface."""

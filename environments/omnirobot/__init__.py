@@ -1,0 +1,1 @@
+"""The omnidirectional robot env, simulated and drawn with OpenCV."""

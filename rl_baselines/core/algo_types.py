@@ -1,4 +1,5 @@
-"""The kinds of algorithm and action, kept apart from the registry so that base_classes can use them without a cycle."""
+"""The kinds of algorithm and action an algorithm class declares (``AlgoType``, ``ActionType``). Standard library only:
+the contract (core/base.py), the registry and the algorithms import it without importing one another."""
 import enum
 
 

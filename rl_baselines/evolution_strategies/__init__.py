@@ -1,0 +1,1 @@
+"""Evolution strategies (CMA-ES, ARS) searching a policy's parameters, and the policies they play."""
