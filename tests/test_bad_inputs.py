@@ -46,6 +46,7 @@ from bad_input_cases import (
 )
 from conftest import runModule, snapshot
 
+from replay.visdom_server import findFreePort
 from rl_baselines.runs.train import createRunFolder
 from rl_baselines.runs.train_checks import baseParser
 from srl_models.train import trainFromArgs
@@ -308,10 +309,13 @@ def _checkCase(case_id: str, module: str, arguments: list[str], words: list[str]
 
 @contextmanager
 def _environment(case_id: str, text: str, values: dict[str, str]):
-    """The case's surroundings: a port in use, read-only folders."""
+    """The case's surroundings: a port in use, a free one (so that a server's case does not depend on the default
+    port being free), read-only folders."""
     with ExitStack() as stack:
         if "{port}" in text:
             values["port"] = str(stack.enter_context(busyPort()))
+        if "{free_port}" in text:
+            values["free_port"] = str(findFreePort())
         for key in ("ro", "rorun", "roae"):
             if "{" + key + "}" in text:
                 stack.enter_context(readOnly(values[key]))
