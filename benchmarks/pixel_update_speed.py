@@ -44,6 +44,7 @@ from benchmarks.documents import (
     resultsPath,
 )
 from benchmarks.encoder_speed import threads
+from benchmarks.progress import Countdown
 from benchmarks.srl_speed import bfloat16Text
 from rl_baselines.core.hyperparams import pixelDefaultFlags, plainValues
 from rl_baselines.rl_algorithm.image_features import (
@@ -132,8 +133,10 @@ def variantsOf(extractors: list[str], batch_sizes: list[int], thread_counts: lis
 
 
 def measure(size: int, variants: list[dict[str, Any]], steps: int, repeats: int) -> list[dict[str, Any]]:
-    """:return: each variant with its median ``ms`` per minibatch step"""
+    """:return: each variant with its median ``ms`` per minibatch step; a line per measurement with its countdown (the
+    work of one: its minibatch size, times the steps)"""
     times: list[list[float]] = [[] for _ in variants]
+    countdown = Countdown(repeats * len(variants), repeats * sum(variant["batch"] for variant in variants))
     kinds = {(variant["extractor"], variant["precision"]) for variant in variants}
     policies = {kind: pixelPolicy(size, *kind) for kind in kinds}
     batches = {batch: randomMinibatch(size, batch) for batch in {variant["batch"] for variant in variants}}
@@ -144,6 +147,9 @@ def measure(size: int, variants: list[dict[str, Any]], steps: int, repeats: int)
             with threads(variant["threads"]):
                 policy = policies[variant["extractor"], variant["precision"]]
                 times[index].append(millisecondsPerStep(policy, batches[variant["batch"]], steps))
+            print(f"{countdown.tick(variant['batch'])} round {round_index + 1}: {variant['extractor']}, "
+                  f"{variant['precision']}, minibatch {variant['batch']}, {variant['threads']} thread(s): "
+                  f"{times[index][-1]:.2f} ms", flush=True)
     return [{**variant, "ms": statistics.median(values)} for variant, values in zip(variants, times)]
 
 

@@ -62,7 +62,7 @@ def test_the_variants_and_the_ceiling(monkeypatch, native: bool) -> None:
     assert defaultCeilings([row for row in rows if row["batch"] == 256]) == ""
 
 
-def test_a_run_appends_its_table_to_the_results_file(tmp_path) -> None:
+def test_a_run_appends_its_table_to_the_results_file(tmp_path, capsys) -> None:
     results = tmp_path / "results.md"
     results.write_text("# results\n")
     assert main(["--size", "36", "--steps", "1", "--repeats", "1", "--threads", "1", "--batch-sizes", "4",
@@ -72,6 +72,10 @@ def test_a_run_appends_its_table_to_the_results_file(tmp_path) -> None:
     assert "| small | float32 | 4 | 1 |" in text and "| medium | bfloat16 | 64 | 1 |" in text
     assert f"The bfloat16 rows: bfloat16 {'in hardware' if nativeBFloat16() else 'emulated'} on this CPU" in text
     assert torch.get_num_threads() >= 1
+    # a line per measurement, with the countdown
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
+    assert [line.split("]")[0] for line in lines] == ["[1/2, about 0 min left", "[2/2, about 0 min left"]
+    assert lines[0].endswith(" ms") and "round 1: small, float32, minibatch 4, 1 thread(s): " in lines[0]
 
 
 def test_a_minibatch_of_one_is_refused_in_one_line(tmp_path) -> None:
