@@ -10,6 +10,9 @@ SRL_DEMO_DIR ?= logs/srl_demo
 SRL_DEMO_STEPS ?= 36000
 # The visdom port of the live plots: `make visdom`, `make demo` and `make srl-demo` use the same one
 VISDOM_PORT ?= 8097
+# A package index to take torch's build from besides PyPI, whose Linux wheel of torch 2.13.0 is the CUDA one (several
+# GB): `make install TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu` takes the CPU build the tests run with
+TORCH_INDEX_URL ?=
 
 .PHONY: install demo srl-demo lint test test-fast bench bench-device bench-learning bench-srl bench-srl-rl bench-state-shape bench-renderer-gtc bench-encoders bench-cnn bench-zoo profile visdom clean browser
 
@@ -27,7 +30,8 @@ INSTALL_LOCK := $(shell command -v flock >/dev/null 2>&1 && echo flock $(CURDIR)
 $(VENV)/.installed: setup.py build-constraints.txt plugins/srl-toolbox-cem/pyproject.toml
 	$(INSTALL_LOCK) sh -c 'test -x $(PY) || $(PYTHON) -m venv $(VENV)'
 	$(INSTALL_LOCK) $(PY) -m pip install --quiet --upgrade "pip>=25"
-	$(INSTALL_LOCK) $(PY) -m pip install --quiet "torch==2.13.0" -e ".[test]" -e ./plugins/srl-toolbox-cem
+	$(INSTALL_LOCK) $(PY) -m pip install --quiet $(if $(TORCH_INDEX_URL),--extra-index-url $(TORCH_INDEX_URL)) \
+	  "torch==2.13.0" -e ".[test]" -e ./plugins/srl-toolbox-cem
 	touch $@
 
 # Debian's chromium for the browser test of the visdom page (tests/test_visdom_page.py): installed with apt-get
