@@ -47,8 +47,8 @@ browser:
 demo: install
 	$(PY) -m replay.demo --log-dir $(DEMO_DIR) --num-timesteps $(DEMO_STEPS) --port $(VISDOM_PORT)
 
-# A learned representation under an agent: MobileRobot dataset -> VAE -> ppo2 on the VAE -> replay GIF and
-# latent-space pictures (python -m replay.srl_demo; everything under $(SRL_DEMO_DIR)).
+# A learned representation under an agent: MobileRobot dataset -> SRL model (srl_combination) -> ppo2 on its states
+# -> replay GIF and latent-space pictures (python -m replay.srl_demo; everything under $(SRL_DEMO_DIR)).
 srl-demo: install
 	$(PY) -m replay.srl_demo --log-dir $(SRL_DEMO_DIR) --num-timesteps $(SRL_DEMO_STEPS) --port $(VISDOM_PORT)
 

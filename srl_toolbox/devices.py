@@ -163,14 +163,15 @@ def resolveThreads(asked: int, threads_help: bool = True, environ: Mapping[str, 
         makes auto one thread (small networks: the threads' start and join cost what they save)
     :param environ: the process's environment (default: os.environ)
     :return: torch's intra-op threads for the run: ``asked``; auto: 1 where threads do not help, else
-        ``OMP_NUM_THREADS`` where it is a positive integer, else :func:`usableCores`
+        ``OMP_NUM_THREADS`` where it is a positive integer, at most the machine's CPUs (:func:`maxThreads`, the most
+        ``--torch-threads`` takes), else :func:`usableCores`
     """
     if asked > 0:
         return int(asked)
     if not threads_help:
         return 1
     share = (os.environ if environ is None else environ).get(THREADS_VARIABLE, "").strip()
-    return int(share) if share.isdigit() and int(share) > 0 else usableCores()
+    return min(int(share), maxThreads()) if share.isdigit() and int(share) > 0 else usableCores()
 
 
 def threadsShare(runs_at_once: int) -> int:

@@ -28,12 +28,12 @@ def test_srl_demo_tiny(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     listed = {line.split()[0] + " " + line.split()[1]: line.split()[2] for line in out[out.index("SRL demo finished"):]
               .splitlines()[1:] if len(line.split()) > 2 and line.startswith("  ")}
-    for key in ("latent space", "nearest states", "decoded latents", "replay GIF", "run folder", "VAE folder"):
+    for key in ("latent space", "nearest states", "decoded latents", "replay GIF", "run folder", "model folder"):
         assert os.path.exists(listed[key]), (key, out)
     reconstructions = [line.split() for line in out.splitlines() if line.startswith("  reconstructions ")]
     assert len(reconstructions) == 1 and os.path.isfile(reconstructions[0][1]), out
     assert "Random actions, 10 episodes: mean episode reward" in out and "Mean episode reward over" in out
-    assert yaml.safe_load((log_dir / "srl_models.yaml").read_text())[ENV_ID]["vae"]
+    assert yaml.safe_load((log_dir / "srl_models.yaml").read_text())[ENV_ID][srl_demo.SRL_MODEL]
 
 
 @pytest.mark.slow

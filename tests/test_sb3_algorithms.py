@@ -331,14 +331,20 @@ def test_bad_value_is_refused_before_training(tmp_path, arguments, words):
 
 def test_saved_hyperparameters_are_read_from_the_zip_as_the_flags_read_them(tmp_path):
     """A continued model's hyperparameters come from the zip's data, typed as --hyperparam would type them (a
-    NoneOrPositive target_kl, not a float), without building the model; schedules SB3 serialises are left out."""
+    NoneOrPositive target_kl, not a float), without building the model; a constant schedule (clip_range) as its value,
+    where it was left out and hyperparams.yaml gave the default (0.2) for a model saved with 0.1; schedules that change
+    are left out."""
     path = str(tmp_path / "ppo.zip")
-    PPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=32, gamma=0.9, target_kl=0.05, device="cpu").save(path)
+    PPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=32, gamma=0.9, target_kl=0.05, clip_range=0.1,
+        device="cpu").save(path)
     saved = PPO2Model.savedHyperparams(path)
     assert saved["gamma"] == 0.9 and saved["n_steps"] == 64 and saved["batch_size"] == 32
     assert saved["target_kl"] == PPO2Model.parserHyperParam({"target_kl": "0.05"})["target_kl"]
     assert saved["clip_range_vf"] == PPO2Model.parserHyperParam({"clip_range_vf": "none"})["clip_range_vf"]
-    assert "clip_range" not in saved  # a serialised schedule
+    assert saved["clip_range"] == 0.1
+    PPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=32, clip_range=lambda progress: 0.2 * progress,
+        device="cpu").save(path)
+    assert "clip_range" not in PPO2Model.savedHyperparams(path)  # a schedule that changes
 
 
 def _flagHelp(algo: str, flag: str) -> str:

@@ -1,6 +1,7 @@
 """What a saved SB3 model's zip holds, read without building the model: its "data" member (:func:`readModelData`), the
-hyperparameters found there (:func:`hyperparamsInData`), and the learning-rate schedule of ``--lr-schedule linear``
-(:class:`LinearSchedule`), an object whose start that member records.
+hyperparameters found there (:func:`hyperparamsInData`, constant schedules such as clip_range included), and the
+learning-rate schedule of ``--lr-schedule linear`` (:class:`LinearSchedule`), an object whose start that member
+records.
 
 Invariant: :class:`LinearSchedule` stays at this module path: a saved model pickles the schedule by reference to it,
 so moving it would make those models unloadable.
@@ -8,6 +9,7 @@ so moving it would make those models unloadable.
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from collections.abc import Callable
 from typing import Any
@@ -48,20 +50,42 @@ def savedLinearStart(value: Any) -> float | None:
     return None
 
 
+# How SB3 writes a constant schedule (clip_range, clip_range_vf) beside its pickle in a model zip's "data" member:
+# FloatSchedule's ``value_schedule`` attribute as its repr
+_CONSTANT_SCHEDULE = re.compile(r"^ConstantSchedule\(val=(?P<value>[^()]+)\)$")
+
+
+def savedConstant(value: Any) -> float | None:
+    """
+    :param value: a hyperparameter as a model zip's "data" member holds it (:func:`readModelData`)
+    :return: the value of a constant schedule SB3 saved there (``FloatSchedule(ConstantSchedule(val=0.1))``, which
+        it builds from a number such as ppo2's ``clip_range``), None for anything else (a schedule that changes)
+    """
+    if not (isinstance(value, dict) and str(value.get(":type:", "")).endswith(".FloatSchedule'>")):
+        return None
+    match = _CONSTANT_SCHEDULE.match(str(value.get("value_schedule", "")))
+    try:
+        return float(match["value"]) if match else None
+    except ValueError:
+        return None
+
+
 def hyperparamsInData(data: dict[str, Any], names: Any, parse: Any) -> dict[str, Any]:
     """
     :param data: a model zip's "data" member (:func:`readModelData`)
     :param names: the hyperparameters to read
     :param parse: ``parse({name: text}) -> {name: value}``, the class's ``parserHyperParam``
     :return: those of them the data holds as plain values, read as the flags read them (the learning rate of a
-        :class:`LinearSchedule` as its start); one SB3 keeps as another serialised object (a schedule such as
-        clip_range, train_freq's tuple) is left out
+        :class:`LinearSchedule` as its start, a constant schedule as its value: :func:`savedConstant`); one SB3 keeps
+        as another serialised object (a schedule that changes, train_freq's tuple) is left out
     """
     saved: dict[str, Any] = {}
     for name in names:
         value = data.get(name, ...)
         if name == "learning_rate" and (start := savedLinearStart(value)) is not None:
             value = start  # a LinearSchedule: the rate it starts from
+        elif (constant := savedConstant(value)) is not None:
+            value = constant  # a number SB3 keeps as a constant schedule (clip_range)
         if value is None:
             text = "none"
         elif isinstance(value, float):
