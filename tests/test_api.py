@@ -28,6 +28,7 @@ from rl_baselines.envs.factory import VecEnvSettings, createEnvs, saveNormalisat
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import loaded_run, train, train_loop
 from rl_baselines.runs.loaded_run import playEpisodes
+from srl_toolbox import devices
 from srl_toolbox.cli import runCommand
 from srl_toolbox.devices import maxThreads
 from srl_toolbox.errors import CommandFailed, UsageWarning
@@ -290,6 +291,7 @@ def test_auto_threads_from_python_see_the_features_extractor(tmp_path, monkeypat
     monkeypatch.setattr(api, "trainValidated", lambda args: args)  # the settings training would get
     monkeypatch.setattr(api, "_passOnStop", lambda result: result)
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    monkeypatch.setattr(devices, "maxThreads", lambda: 4)  # (auto takes at most the machine's CPUs)
     pixels = {"algo": "ppo2", "env": "MobileRobotGymEnv-v0", "srl_model": "raw_pixels", "log_dir": tmp_path}
     for extractor, threads in (("small", 1), ("nature", 3)):
         config = api.makeConfig(**pixels, features_extractor=extractor)

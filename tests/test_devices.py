@@ -104,6 +104,7 @@ def test_auto_takes_the_gpu_only_where_it_helps(monkeypatch: pytest.MonkeyPatch)
     assert train_checks.runThreadsFor(lstm, 0, {"srl_model": "ground_truth"}) == 1
     assert train_checks.runThreadsFor(registered_rl["ppo2"][0], 0, {"srl_model": "ground_truth"}) == 1
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    monkeypatch.setattr(devices, "maxThreads", lambda: 4)  # (auto takes at most the machine's CPUs)
     assert train_checks.runThreadsFor(registered_rl["sac"][0], 0, {"srl_model": "raw_pixels"}) == 3  # (NatureCNN)
     # a2c's, acktr's, acer's and ppo_lstm's updates ran faster on one thread than on two, on images too (measured, 2
     # cores)
@@ -159,6 +160,7 @@ def test_a_one_parameter_threads_help_override_still_decides(monkeypatch: pytest
             return image_observations
 
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    monkeypatch.setattr(devices, "maxThreads", lambda: 4)  # (auto takes at most the machine's CPUs)
     for extractor in ("small", "nature"):
         pixels = {"srl_model": "raw_pixels", "features_extractor": extractor}
         assert train_checks.runThreadsFor(OneThreadOnImages, 0, pixels) == 1
