@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import dataclasses
 import glob
 import os
 import signal
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -165,6 +166,19 @@ def freshProcesses(env: dict[str, str], *commands: tuple, timeout: float = 600) 
 
 
 VISDOM_START_TIMEOUT_S = 60.0  # generous: two test workers share two cores
+
+
+@contextlib.contextmanager
+def sigintIgnoringProcess(command: list[str], **popen) -> Iterator[subprocess.Popen]:
+    """A process started with SIGINT ignored, as a shell script's ``cmd &`` without job control starts it; killed and
+    reaped at the end of the block where it still runs."""
+    process = subprocess.Popen(command, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN), **popen)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
 
 
 def startTestServer(folder: str) -> tuple[subprocess.Popen, int]:

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import REPO
+from conftest import REPO, sigintIgnoringProcess
 
 from replay import enjoy_baselines, replay_plots
 from replay.visdom_server import findFreePort
@@ -136,22 +136,16 @@ def test_a_replay_started_with_sigint_ignored_stops_on_one(tmp_path, trainedRun)
     """``enjoy_baselines ... &`` in a shell script without job control starts it with SIGINT ignored: it played on
     to the end, while train stops. It stops as on a Ctrl-C: the MP4 of the steps played written, exit 130."""
     mp4 = tmp_path / "replay.mp4"
-    process = subprocess.Popen([sys.executable, "-m", "replay.enjoy_baselines", "--log-dir", trainedRun,
+    with sigintIgnoringProcess([sys.executable, "-m", "replay.enjoy_baselines", "--log-dir", trainedRun,
                                 "--num-timesteps", "100000", "--video", str(mp4), "--no-progress"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-    try:
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"}) as process:
         deadline = time.monotonic() + 120
         while not any(".tmp" in entry.name and entry.stat().st_size > 2**16 for entry in os.scandir(tmp_path)):
             assert process.poll() is None and time.monotonic() < deadline, process.communicate()
             time.sleep(0.01)
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
     assert process.returncode == INTERRUPTED_EXIT_CODE, (out, err)
     assert "Traceback" not in err and "Interrupted after" in out, (out, err)
     assert os.listdir(tmp_path) == ["replay.mp4"]

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, assertParserFromSettings, runModule, siteInterpreter, snapshot
+from conftest import REPO, assertParserFromSettings, runModule, sigintIgnoringProcess, siteInterpreter, snapshot
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from test_srl_models import tinyDataset  # noqa: F401  (the session fixture: one tiny dataset)
 
@@ -252,23 +252,17 @@ def test_a_training_started_with_sigint_ignored_stops_on_one(tinyDataset: str, t
     to the end through a ``kill -INT`` and wrote its model. It now stops as on a Ctrl-C: exit 130, nothing written."""
     progress = tmp_path / "progress.txt"
     with open(progress, "w", encoding="utf-8") as err:
-        process = subprocess.Popen([sys.executable, "-m", MODULE, "--data-folder", tinyDataset, "--srl-model",
+        with sigintIgnoringProcess([sys.executable, "-m", MODULE, "--data-folder", tinyDataset, "--srl-model",
                                     "autoencoder", "--state-dim", "4", "--epochs", "100000", "--patience", "0",
                                     "--batch-size", "32", "--log-folder", str(tmp_path / "logs")],
                                    stdout=subprocess.PIPE, stderr=err, text=True, cwd=REPO,
-                                   env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-        try:
+                                   env={**os.environ, "PYTHONUNBUFFERED": "1"}) as process:
             deadline = time.monotonic() + 120
             while "SRL training (epoch 2/" not in progress.read_text(encoding="utf-8"):
                 assert process.poll() is None and time.monotonic() < deadline, progress.read_text(encoding="utf-8")
                 time.sleep(0.05)
             process.send_signal(signal.SIGINT)
             process.communicate(timeout=60)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
     text = progress.read_text(encoding="utf-8")
     assert process.returncode == 130 and "Traceback" not in text, text
     assert text.rstrip().endswith("Interrupted") and os.listdir(tmp_path) == ["progress.txt"]

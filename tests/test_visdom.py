@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 import pytest
 import visdom
-from conftest import VISDOM_START_TIMEOUT_S, startTestServer, stopServer
+from conftest import VISDOM_START_TIMEOUT_S, sigintIgnoringProcess, startTestServer, stopServer
 from matplotlib.figure import Figure
 from PIL import Image
 
@@ -320,17 +320,12 @@ def test_a_server_started_ignoring_sigint_stops_on_one(tmp_path) -> None:
     """``srl-visdom &`` in a shell script starts it with SIGINT ignored, and ``kill -INT`` did nothing (only SIGTERM
     stopped it); it stops on either, its way to stop: exit 0."""
     port = findFreePort()
-    server = subprocess.Popen([sys.executable, "-m", "replay.visdom_server", "--port", str(port), "--env-path",
-                               str(tmp_path)], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-    try:
+    with sigintIgnoringProcess([sys.executable, "-m", "replay.visdom_server", "--port", str(port), "--env-path",
+                                str(tmp_path)], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True) as server:
         assert waitForServer(port, timeout=VISDOM_START_TIMEOUT_S, process=server)
         server.send_signal(signal.SIGINT)
         output, _ = server.communicate(timeout=30)
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
     assert server.returncode == 0 and output.rstrip().endswith("Visdom server stopped"), output
 
 
