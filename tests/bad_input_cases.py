@@ -421,7 +421,8 @@ CASES = [
     ("visdom-busy-port", VISDOM, ["--port", "{port}", "--env-path", "{bad}/visdom_busy"], ["port {port}", "in use"]),
     ("visdom-port-out-of-range", VISDOM, ["--port", "0", "--env-path", "{bad}/visdom"], ["--port", "'0'"]),
     ("visdom-unknown-log-level", VISDOM, ["--logging-level", "LOUD", "--env-path", "{bad}/visdom"], ["'LOUD'"]),
-    ("visdom-env-path-is-a-file", VISDOM, ["--port", "{free_port}", "--env-path", "{bad}/garbage.zip"], ["garbage.zip"]),
+    ("visdom-env-path-is-a-file", VISDOM, ["--port", "{free_port}", "--env-path", "{bad}/garbage.zip"],
+     ["garbage.zip"]),
 ]
 
 # Each case's category (docs/reliability.md gives the counts).

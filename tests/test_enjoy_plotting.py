@@ -437,7 +437,8 @@ def test_output_dir_needs_plotting(tmp_path, trainedRun):
     # a file's name for the folder made a folder x.png/ holding the PNGs
     with pytest.raises(UsageError, match=r"--output-dir '.*x\.png' takes a folder, not a file name: --plotting writes "
                                          r"its PNGs in it \(action_proba\.png, trajectory\.png\)$"):
-        enjoy_baselines.main(["--log-dir", trainedRun, "--plotting", "--no-vis", "--output-dir", str(tmp_path / "x.png")])
+        enjoy_baselines.main(["--log-dir", trainedRun, "--plotting", "--no-vis", "--output-dir",
+                              str(tmp_path / "x.png")])
     assert not os.listdir(tmp_path)
 
 
