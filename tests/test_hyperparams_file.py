@@ -244,3 +244,17 @@ def test_rl_zoo_params_on_the_command_line_name_their_equivalents_as_the_file_do
                                   "learning_rate: 0.001 and train's --lr-schedule linear; n_envs is rl_zoo3's, not a "
                                   "hyperparameter; give --num-cpu 8 (parallel envs)")
     assert parseHyperparamPairs(["learning_rate:0.001", "gamma:0.9"]) == {"learning_rate": "0.001", "gamma": "0.9"}
+
+
+def test_a_continued_models_episode_means_are_its_own_episodes(tmp_path) -> None:
+    """After --load-rl-model-path, progress.csv's rollout/ep_rew_mean mixed in the saved model's last episodes (SB3
+    keeps them in the zip) where the run's own summary counts its own: its own only, as in rl_zoo3's continued runs."""
+    flags = ["--algo", "ppo2", *GT, "--n-steps", "256", "--batch-size", "64", "--n-epochs", "1",
+             "--checkpoint-freq", "-1", "--num-cpu", "1"]
+    first = trainHere(*flags, "--num-timesteps", "768", "--seed", "1", "--log-dir", tmp_path / "first")
+    continued = trainHere(*flags, "--num-timesteps", "768", "--seed", "2", "--log-dir", tmp_path / "next",
+                          "--load-rl-model-path", os.path.join(first, "ppo2_model.zip"))
+    with open(os.path.join(continued, "progress.csv")) as file:
+        means = [float(row["rollout/ep_rew_mean"]) for row in csv.DictReader(file) if row["rollout/ep_rew_mean"]]
+    own, saved = (loadEpisodes(os.path.join(run, "monitor"))["rewards"] for run in (continued, first))
+    assert len(own) and len(saved) and means[-1] == pytest.approx(float(own.mean()))

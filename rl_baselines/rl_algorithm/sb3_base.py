@@ -446,6 +446,9 @@ class StableBaselinesRLObject(BaseRLObject):
                     overrides["learning_rate"] = float(rate)  # which modelKwargs turns into the linear schedule
             custom = self.modelKwargs(settings, overrides, self.env)
             self.model = self.SB3_CLASS.load(load_path, env=self.env, device=device, custom_objects=custom)
+            # a new run's episode means (rollout/ep_rew_mean) are of its own episodes, as its summary's and as
+            # rl_zoo3's continued runs', not of the saved model's last ones, which SB3 keeps in the zip
+            self.model.ep_info_buffer = self.model.ep_success_buffer = None
         else:
             pixels = settings.srl_model == "raw_pixels"
             kwargs = self.modelKwargs(settings, hyperparams, self.env)
