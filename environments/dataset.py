@@ -42,6 +42,22 @@ ARRAY_KEYS = {
 }
 
 
+def recordedEnvKeyword(folder: str, name: str, defaults_too: bool = False) -> Any:
+    """
+    :param folder: a dataset folder
+    :param name: an env constructor keyword
+    :param defaults_too: fall back on the env's default recorded beside the keywords
+    :return: the keyword's value the dataset's env was made with, as its env_globals.json records it (getGlobals);
+        None where the file is missing or unreadable, or holds no such keyword
+    """
+    try:
+        env_globals = readJson(os.path.join(folder, ENV_GLOBALS_FILE))
+        value = env_globals.get("env_kwargs", {}).get(name)
+        return env_globals.get("defaults", {}).get(name) if value is None and defaults_too else value
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 class Dataset:
     """
     The arrays and configuration of one dataset folder (images are read on demand).
@@ -221,11 +237,7 @@ class Dataset:
         dataset_config.json predates the key)."""
         if "force_down" in self.config:
             return None if self.config["force_down"] is None else bool(self.config["force_down"])
-        try:
-            env_globals = readJson(os.path.join(self.path, ENV_GLOBALS_FILE))
-            value = env_globals.get("env_kwargs", {}).get("force_down", env_globals.get("defaults", {}).get("force_down"))
-        except (OSError, ValueError, AttributeError):
-            return None
+        value = recordedEnvKeyword(self.path, "force_down", defaults_too=True)
         return None if value is None else bool(value)
 
     def checkActions(self, continuous: bool, action_joints: bool, action_space: gym.Space,

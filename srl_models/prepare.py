@@ -37,11 +37,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from environments import dataset_generator, envOffers, getEnvClass, registered_env, resolvedRenderer
-from environments.dataset import Dataset
+from environments.dataset import Dataset, recordedEnvKeyword
 from environments.generator_config import GeneratorConfig
 from environments.partial_folder import differingText
 from environments.registry import defaultRenderersText, unknownEnvText
-from environments.srl_env import ENV_GLOBALS_FILE, REFERENCE_RENDERER, RENDERERS
+from environments.srl_env import REFERENCE_RENDERER, RENDERERS
 from srl_models import train
 from srl_models.augment import AUGMENTATIONS, MAX_PAD, PAD
 from srl_models.base import DATASET_FINGERPRINT_KEY, missingWeights
@@ -269,10 +269,7 @@ def checkDatasetSettings(folder: str, settings: dict[str, Any], max_steps: int |
                          f"dataset again, or another --data-folder") from None
     stored = {"renderer": REFERENCE_RENDERER, **stored}  # recorded before the renderer was: TinyRenderer's images
     differing = [(key, stored.get(key), value) for key, value in sorted(settings.items()) if stored.get(key) != value]
-    try:
-        recorded_steps = _readJson(os.path.join(folder, ENV_GLOBALS_FILE)).get("env_kwargs", {}).get("max_steps")
-    except (OSError, ValueError, AttributeError):
-        recorded_steps = None  # (a dataset without the file: as the generator records one without a cap)
+    recorded_steps = recordedEnvKeyword(folder, "max_steps")  # (None without the file: as one recorded without a cap)
     if recorded_steps != max_steps:
         own = "unset (the env's own)"
         differing.append(("max_steps", own if recorded_steps is None else recorded_steps,

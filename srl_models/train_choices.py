@@ -150,8 +150,9 @@ def resolveModel(config: SRLTrainConfig) -> tuple[str, dict[str, float], dict[st
         else:
             flag = f"--losses {config.losses[0]} (one loss trains the model of that name)"
         skipped = f" (skipped: {failedSRLPlugins()[name]})" if name in failedSRLPlugins() else ""
-        if name in registeredSRL():  # installed, of a kind whose training is not this command's
-            model_class, kind = registeredSRL()[name]
+        installed = registeredSRL()
+        if name in installed:  # installed, of a kind whose training is not this command's
+            model_class, kind = installed[name]
             why = ("is computed by the env, not learned: nothing to train" if kind is not SRLType.LEARNED else
                    f"is a plugin's {model_class.__name__}, neither a LearnedSRLModel nor a PCAModel: its plugin "
                    "brings its own training")

@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterator
 from multiprocessing import resource_tracker
 from typing import Any
 
+from srl_toolbox import takeIgnoredSigint
+
 STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 # The SIGTERM handlers installed here that a forked process must not keep (it gets SIGTERM's default action)
 _NOT_INHERITED: set[Callable[[int, Any], None]] = set()
@@ -137,11 +139,9 @@ def ctrlCTaken() -> Iterator[None]:
     ``KeyboardInterrupt`` as a Ctrl-C does; a handler already set (Python's own, a command's) is kept. The ignoring
     is put back at the end of the block (unless code in it set a handler of its own).
     """
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+    if threading.current_thread() is not threading.main_thread() or not takeIgnoredSigint():
         yield
         return
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
