@@ -1,4 +1,5 @@
-"""Torch optimizers' steps in one call per operation over all of a group's tensors: :func:`multiTensorSteps`.
+"""Torch optimizers' steps in one call per operation over all of a group's tensors: :func:`multiTensorSteps`; and
+within :func:`fusedSteps`, in one kernel over all of them.
 
 On a CPU, torch's optimizers step one parameter tensor at a time unless told otherwise (``foreach=None``): a Python
 loop of several operations per tensor. Their multi-tensor implementation (``foreach=True``) runs the same per-tensor
@@ -9,14 +10,23 @@ Invariants: only a parameter group whose ``foreach`` is None (torch's own choice
 the option is set for the step alone and put back after it, so that a saved optimizer state (a model zip, a
 checkpoint) is the one torch's default writes; an optimizer without the option (KFAC) is left as it is; on a GPU
 torch already chooses the multi-tensor steps, so nothing changes there.
+
+Within :func:`fusedSteps`, a hooked optimizer whose groups take torch's ``fused`` option (Adam, AdamW) steps with its
+fused kernel instead: the same update, rounded otherwise (the floats differ in their last bits from the per-tensor
+and multi-tensor steps'), so it is for computations whose bits differ from the unfused ones anyway (ppo2's sharded
+pixel updates: rl_baselines.rl_algorithm.sharded_features); ``fused`` too is set for the step alone.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-# the attribute of an optimizer this module hooked: the parameter groups its pre-hook switched for the step
+# the attribute of an optimizer this module hooked: the parameter groups its pre-hook switched for the step, each
+# with the option it set
 _SWITCHED = "_srl_toolbox_multi_tensor_groups"
+# the attribute of a hooked optimizer that steps fused (fusedSteps)
+_FUSED = "_srl_toolbox_fused_steps"
 
 
 def multiTensorSteps(optimizers: Iterable[Any]) -> None:
@@ -33,19 +43,40 @@ def multiTensorSteps(optimizers: Iterable[Any]) -> None:
             optimizer.register_step_post_hook(_multiTensorOff)
 
 
+@contextlib.contextmanager
+def fusedSteps(optimizers: Iterable[Any]) -> Iterator[None]:
+    """
+    Within: each of ``optimizers`` hooked by :func:`multiTensorSteps` steps with torch's fused kernel where its
+    groups take the option (the module docstring); others step as before.
+
+    :param optimizers: torch optimizers
+    """
+    hooked = [optimizer for optimizer in optimizers if hasattr(optimizer, _SWITCHED)]
+    for optimizer in hooked:
+        setattr(optimizer, _FUSED, True)
+    try:
+        yield
+    finally:
+        for optimizer in hooked:
+            setattr(optimizer, _FUSED, False)
+
+
 def _multiTensorOn(optimizer: Any, args: Any, kwargs: Any) -> None:
-    """Step pre-hook: ``foreach`` on in the groups that leave it to torch (those of a step that raised given back
-    first)."""
+    """Step pre-hook: ``foreach`` (or within :func:`fusedSteps` ``fused``) on in the groups that leave both to torch
+    (those of a step that raised given back first)."""
     _multiTensorOff(optimizer, args, kwargs)
-    switched = [group for group in optimizer.param_groups
-                if "foreach" in group and group["foreach"] is None and not group.get("fused")]
-    for group in switched:
-        group["foreach"] = True
+    fused = getattr(optimizer, _FUSED, False)
+    switched = []
+    for group in optimizer.param_groups:
+        if "foreach" in group and group["foreach"] is None and not group.get("fused"):
+            option = "fused" if fused and "fused" in group else "foreach"
+            switched.append((group, option, group[option]))
+            group[option] = True
     setattr(optimizer, _SWITCHED, switched)
 
 
 def _multiTensorOff(optimizer: Any, args: Any, kwargs: Any) -> None:
-    """Step post-hook: those groups' ``foreach`` back to None (torch's choice), as a saved state records it."""
-    for group in getattr(optimizer, _SWITCHED):
-        group["foreach"] = None
+    """Step post-hook: those groups' option back to what it was (torch's choice), as a saved state records it."""
+    for group, option, former in getattr(optimizer, _SWITCHED):
+        group[option] = former
     setattr(optimizer, _SWITCHED, [])

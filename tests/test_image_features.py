@@ -29,6 +29,7 @@ from rl_baselines.rl_algorithm.image_features import (
     SmallCNN,
     pixelPolicyKeywords,
 )
+from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train, train_checks
 from srl_toolbox import devices
 from srl_toolbox.errors import UsageWarning
@@ -133,7 +134,8 @@ def test_a_continued_model_keeps_its_extractor_one_warning_and_args_json_says_wh
     """--features-extractor small with --load-rl-model-path of a NatureCNN model did nothing (the model keeps its own
     CNN) without a word, and args.json recorded small: one warning, and args.json records the model's extractor, as
     it does for a SmallCNN model continued without the flag (it recorded nature). ``--torch-threads auto`` follows
-    the extractor that trains (ppo2's SmallCNN: one thread)."""
+    the extractor that trains (an algorithm whose SmallCNN trains on one thread, as ppo2's did before its pixel
+    updates were sharded, and maskable_ppo's does)."""
     models = {name: os.path.join(trainHere("--algo", "ppo2", *PIXELS, *SHORT, "--features-extractor", name,
                                            "--log-dir", tmp_path / name), "ppo2_model.zip")
               for name in ("nature", "small")}
@@ -152,6 +154,7 @@ def test_a_continued_model_keeps_its_extractor_one_warning_and_args_json_says_wh
     assert continued(models["small"], "--features-extractor", "small") == ("small", [])
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(devices, "usableCores", lambda: 4)
+    monkeypatch.setattr(PPO2Model, "EXTRACTOR_THREADS_HELP", {"small": False})
 
     def autoThreads(model: str, *flags: str) -> int:
         argv = ["--algo", "ppo2", *PIXELS, "--load-rl-model-path", model, "--log-dir", str(tmp_path / "c"), *flags]

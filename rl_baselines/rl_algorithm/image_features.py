@@ -22,6 +22,9 @@ Every extractor gets the heads SB3 gives NatureCNN in its actor-critic policies 
 action and value layers straight on the features (``net_arch=[]``). SB3 gives any other extractor two hidden tanh
 layers of 64 units per head, and with them SmallCNN did not learn the toolbox's tasks (docs/benchmarks.md).
 
+Each is a :class:`~rl_baselines.rl_algorithm.sharded_features.ShardedExtractor`: an algorithm can compute its
+training minibatches in shards, one per torch thread (ppo2 does: ``SHARDED_PIXEL_UPDATES``).
+
 Invariants: an extractor takes SB3's channel-first image space (uint8 images are divided by 255 by the policy, as
 for NatureCNN) and any image size NatureCNN takes; the choice is a policy keyword (``features_extractor_class``, with
 ``net_arch``), so it is saved in the model zip and a loaded or resumed model keeps the extractor and the heads it was
@@ -40,6 +43,8 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.preprocessing import is_image_space
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
+
+from rl_baselines.rl_algorithm.sharded_features import ShardedExtractor
 
 # what the features extractor computes in (the module docstring); DEFAULT_PRECISION is SB3's, and a state's MLP's
 PRECISIONS = ("float32", "bfloat16")
@@ -98,7 +103,7 @@ def nativeBFloat16() -> bool:
     return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
-class NatureCNN(torch_layers.NatureCNN):
+class NatureCNN(ShardedExtractor, torch_layers.NatureCNN):
     """
     SB3's NatureCNN, the same layers built in the same order (so the same weights from the same seed), computing in
     ``precision`` (:data:`PRECISIONS`; the other arguments are SB3's).
@@ -109,13 +114,13 @@ class NatureCNN(torch_layers.NatureCNN):
         super().__init__(observation_space, features_dim, normalized_image)
         self.precision = checkedPrecision(precision)
 
-    def forward(self, observations: torch.Tensor) -> torch.Tensor:
+    def features(self, observations: torch.Tensor) -> torch.Tensor:
         with computedIn(self.precision, observations.device):
-            features = super().forward(observations)
+            features = torch_layers.NatureCNN.forward(self, observations)
         return features.float()
 
 
-class SmallCNN(BaseFeaturesExtractor):
+class SmallCNN(ShardedExtractor, BaseFeaturesExtractor):
     """
     Three convolutions and a linear layer, for 64x64 images (any size NatureCNN takes).
 
@@ -144,7 +149,7 @@ class SmallCNN(BaseFeaturesExtractor):
         self.linear = nn.Sequential(nn.Linear(flat, features_dim), nn.ReLU())
         self.precision = checkedPrecision(precision)
 
-    def forward(self, observations: torch.Tensor) -> torch.Tensor:
+    def features(self, observations: torch.Tensor) -> torch.Tensor:
         with computedIn(self.precision, observations.device):
             features = self.linear(self.cnn(observations))
         return features.float()

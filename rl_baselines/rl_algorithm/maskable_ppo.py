@@ -30,8 +30,9 @@ class MaskablePPOModel(StableBaselinesRLObject):
     LOG_INTERVAL = PPO2Model.LOG_INTERVAL
     SAVE_INTERVAL = PPO2Model.SAVE_INTERVAL
     NORMALISED_ADVANTAGES = "every_minibatch"  # (sb3-contrib normalises a last minibatch of 1 sample too: NaN)
-    # as ppo2's: SmallCNN ran 1.29x faster on one thread than on two (1 env, 2 cores), NatureCNN level (0.97x)
-    EXTRACTOR_THREADS_HELP = PPO2Model.EXTRACTOR_THREADS_HELP
+    # SmallCNN ran 1.29x faster on one thread than on two (1 env, 2 cores), NatureCNN level (0.97x); MediumCNN as
+    # SmallCNN (ppo2's before its updates were sharded)
+    EXTRACTOR_THREADS_HELP = {"small": False, "medium": False}
     # ppo2's, with SB3's unclipped value update from raw pixels too (ppo2's pixel default was measured for ppo2 only)
     HYPERPARAMS = {**PPO2Model.HYPERPARAMS,
                    "clip_range_vf": dataclasses.replace(PPO2Model.HYPERPARAMS["clip_range_vf"], pixel_default=None)}

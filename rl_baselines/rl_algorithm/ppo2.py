@@ -23,10 +23,10 @@ class PPO2Model(AugmentLossChoice, StableBaselinesRLObject):
     DEFAULT_ENVS = 4
     AUGMENTED_BUFFER = AugmentedRolloutBuffer  # --augment with --augment-loss rad (drac: DrAC's regulariser)
     NORMALISED_ADVANTAGES = "minibatches"
-    # SmallCNN on 2 cores: 478-512 steps/s on one thread against 318-343 on two with 2 envs, 366 against 260 with 1
-    # (docs/benchmarks.md), MediumCNN 389-390 against 349-359 with 4; NatureCNN gains from the second thread and keeps
-    # the cores' share
-    EXTRACTOR_THREADS_HELP = {"small": False, "medium": False}
+    # From raw pixels the CNN's minibatches train in shards, one per torch thread (auto: the run's share of the
+    # cores), where torch's own threads lost on SmallCNN and MediumCNN (docs/benchmarks.md, "ppo2's pixel update in
+    # shards")
+    SHARDED_PIXEL_UPDATES = True
     # MediumCNN: NatureCNN's learning on both robots' tasks (as many seeds at the threshold, in no more steps) at
     # 1.4-1.5x its rate (docs/benchmarks.md, "MediumCNN against NatureCNN"; the README's features extractors)
     DEFAULT_FEATURES_EXTRACTOR = "medium"

@@ -81,6 +81,7 @@ from rl_baselines.rl_algorithm.sb3_callbacks import (
     restartSB3Rollout,
     sb3Callback,
 )
+from rl_baselines.rl_algorithm.sharded_features import shardedUpdates
 from rl_baselines.runs.pretrain import pretrainFromArgs
 from rl_baselines.runs.run_logging import sharedProgressLogger
 from srl_toolbox.cli import UsageError
@@ -123,6 +124,10 @@ class StableBaselinesRLObject(BaseRLObject):
     # "Torch threads per algorithm on images"): True the process's share of the cores, False one thread; an extractor
     # not listed gets threadsHelp's answer (:meth:`threadsHelpFor`)
     EXTRACTOR_THREADS_HELP: ClassVar[Mapping[str, bool]] = {}
+    # True: on the CPU, the pixel policy's CNN computes each training minibatch in shards, one per torch thread of the
+    # run, each shard on one (rl_baselines.rl_algorithm.sharded_features; ppo2); False: torch's threads split each
+    # operation
+    SHARDED_PIXEL_UPDATES: ClassVar[bool] = False
     # --features-extractor's default: the pixel policy's CNN (a key of FEATURES_EXTRACTORS) where the run names none
     DEFAULT_FEATURES_EXTRACTOR: ClassVar[str] = DEFAULT_FEATURES_EXTRACTOR
     # --precision's default: what that CNN computes in (one of PRECISION_CHOICES; auto: resolvedOptions)
@@ -488,7 +493,9 @@ class StableBaselinesRLObject(BaseRLObject):
         rollout start, before any action is drawn from them: rl_baselines.rl_algorithm.finite_training); an
         off-policy learner steps its envs through :class:`FiniteActions`, and an error raised while the policy's
         parameters hold NaN or inf ends the run as TrainingDiverged. The model's optimizers (those SB3 saves) step their
-        tensors together (srl_toolbox.optimizers: the same floats in fewer Python calls).
+        tensors together (srl_toolbox.optimizers: the same floats in fewer Python calls). With
+        :data:`SHARDED_PIXEL_UPDATES`, a pixel policy's CNN on the CPU trains in shards across torch's threads
+        (:func:`shardedUpdates`; its optimizer steps fused there).
 
         :param total_timesteps: the step count at which training ends
         :param callback: the training callback ``train`` received
@@ -504,13 +511,16 @@ class StableBaselinesRLObject(BaseRLObject):
             callbacks.append(RolloutLogs(self, log_interval))
             options["log_interval"] = None  # (SB3 would count the rollouts from this learn's start)
         saved = [operator.attrgetter(name)(self.model) for name in self.model._get_torch_save_params()[0]]
-        multiTensorSteps(part for part in saved if isinstance(part, torch.optim.Optimizer))
+        optimizers = [part for part in saved if isinstance(part, torch.optim.Optimizer)]
+        multiTensorSteps(optimizers)
         model_env = self.model.env
         if not on_policy:  # (its actions reach the envs before any callback sees them)
             self.model.env = FiniteActions(model_env, lambda: self.model.num_timesteps)
         try:
+            shards = torch.get_num_threads() if self.SHARDED_PIXEL_UPDATES and self.model.device.type == "cpu" else 1
             with divergedInstead([self.model.policy], lambda: self.model.num_timesteps), \
-                    withoutArgumentChecks() if on_policy else contextlib.nullcontext():
+                    withoutArgumentChecks() if on_policy else contextlib.nullcontext(), \
+                    shardedUpdates(self.model.policy, shards, optimizers):
                 self.model.learn(total_timesteps=total_timesteps, callback=CallbackList(callbacks),
                                  reset_num_timesteps=not settings.continue_from, **options)
         finally:
