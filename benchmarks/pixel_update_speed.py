@@ -14,7 +14,10 @@ Variants, each timed over ``--steps`` minibatch steps after a warm-up, alternate
 kept): each extractor of ``--extractors`` at each minibatch size of ``--batch-sizes`` and each torch thread count of
 ``--threads``, in float32; then ppo2's default extractor (:data:`DEFAULT_EXTRACTOR`, MediumCNN) at its minibatch size
 with ``--precision bfloat16`` (its layers under bfloat16 autocast; weights, heads, losses and Adam in float32, Adam's
-step fused), at each thread count. The ceiling sentence is that of ppo2's default precision.
+step fused), at each thread count. Two threads or more are used two ways: torch's own (each operation split across
+them) and ppo2's shards (``rl_baselines.rl_algorithm.sharded_features``: each minibatch's CNN in a shard per thread,
+one torch thread each, Adam's step fused), which is what ppo2 trains with. Adam steps multi-tensor, as in a run. The
+ceiling sentence is that of ppo2's default precision, with its shards.
 
 Per variant: ms per minibatch, ms per sample, and the ceiling: ppo2's steps/s if a step cost nothing but its share
 of the update, ``1000 / (n_epochs x ms per sample)`` at ppo2's ``n_epochs`` (each env step's sample is trained on
@@ -53,8 +56,10 @@ from rl_baselines.rl_algorithm.image_features import (
     resolvedPrecision,
 )
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+from rl_baselines.rl_algorithm.sharded_features import shardedUpdates
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
 from srl_toolbox.devices import maxThreads
+from srl_toolbox.optimizers import multiTensorSteps
 
 N_ACTIONS = 4  # MobileRobotGymEnv-v0's discrete actions
 WARM_UP = 5
@@ -67,12 +72,14 @@ PIXEL_HYPERPARAMS = plainValues({**PPO2Model.DEFAULT_HYPERPARAMS, **{
 
 def pixelPolicy(size: int, extractor: str, precision: str = "float32") -> ActorCriticCnnPolicy:
     """:return: SB3's CnnPolicy of 3 x size x size uint8 images with the named features extractor computing in
-    ``precision``, random weights"""
+    ``precision``, random weights, its Adam stepping multi-tensor (as in a run)"""
     torch.manual_seed(0)
     space = gym.spaces.Box(0, 255, (3, size, size), np.uint8)
     rate = PIXEL_HYPERPARAMS["learning_rate"]
-    return ActorCriticCnnPolicy(space, gym.spaces.Discrete(N_ACTIONS), lambda _: rate,
-                                **pixelPolicyKeywords(extractor, ActorCriticCnnPolicy, precision))
+    policy = ActorCriticCnnPolicy(space, gym.spaces.Discrete(N_ACTIONS), lambda _: rate,
+                                  **pixelPolicyKeywords(extractor, ActorCriticCnnPolicy, precision))
+    multiTensorSteps([policy.optimizer])
+    return policy
 
 
 def randomMinibatch(size: int, batch: int) -> dict[str, torch.Tensor]:
@@ -124,12 +131,21 @@ def millisecondsPerStep(policy: ActorCriticCnnPolicy, data: dict[str, torch.Tens
 
 
 def variantsOf(extractors: list[str], batch_sizes: list[int], thread_counts: list[int]) -> list[dict[str, Any]]:
-    """:return: the measured variants (the module docstring), each as extractor, batch, threads and precision"""
-    variants = [{"extractor": extractor, "batch": batch, "threads": count, "precision": "float32"}
-                for extractor in extractors for batch in batch_sizes for count in thread_counts]
+    """:return: the measured variants (the module docstring), each as extractor, batch, threads, whether in shards,
+    and precision"""
+    ways = [(count, sharded) for count in thread_counts for sharded in ((False, True) if count > 1 else (False,))]
+    variants = [{"extractor": extractor, "batch": batch, "threads": count, "sharded": sharded, "precision": "float32"}
+                for extractor in extractors for batch in batch_sizes for count, sharded in ways]
     variants += [{"extractor": DEFAULT_EXTRACTOR, "batch": PIXEL_HYPERPARAMS["batch_size"], "threads": count,
-                  "precision": "bfloat16"} for count in thread_counts]
+                  "sharded": sharded, "precision": "bfloat16"} for count, sharded in ways]
     return variants
+
+
+def threadsText(variant: dict[str, Any]) -> str:
+    """:return: how a variant's threads compute: one, torch's, or ppo2's shards"""
+    if variant["threads"] == 1:
+        return "one"
+    return "shards" if variant["sharded"] else "torch's"
 
 
 def measure(size: int, variants: list[dict[str, Any]], steps: int, repeats: int) -> list[dict[str, Any]]:
@@ -144,12 +160,13 @@ def measure(size: int, variants: list[dict[str, Any]], steps: int, repeats: int)
         order = range(len(variants)) if round_index % 2 == 0 else reversed(range(len(variants)))
         for index in order:
             variant = variants[index]
-            with threads(variant["threads"]):
-                policy = policies[variant["extractor"], variant["precision"]]
+            policy = policies[variant["extractor"], variant["precision"]]
+            with threads(variant["threads"]), shardedUpdates(policy, variant["threads"] if variant["sharded"] else 1,
+                                                             [policy.optimizer]):
                 times[index].append(millisecondsPerStep(policy, batches[variant["batch"]], steps))
             print(f"{countdown.tick(variant['batch'])} round {round_index + 1}: {variant['extractor']}, "
-                  f"{variant['precision']}, minibatch {variant['batch']}, {variant['threads']} thread(s): "
-                  f"{times[index][-1]:.2f} ms", flush=True)
+                  f"{variant['precision']}, minibatch {variant['batch']}, {variant['threads']} thread(s) "
+                  f"({threadsText(variant)}): {times[index][-1]:.2f} ms", flush=True)
     return [{**variant, "ms": statistics.median(values)} for variant, values in zip(variants, times)]
 
 
@@ -161,22 +178,23 @@ def ceiling(ms_per_sample: float) -> float:
 def formatTable(rows: list[dict[str, Any]]) -> str:
     """:return: the variants' table, each with its ms per minibatch and per sample and its ceiling"""
     epochs = PIXEL_HYPERPARAMS["n_epochs"]
-    lines = ["| features extractor | precision | minibatch | torch threads | ms per minibatch | ms per sample | "
-             f"ceiling: ppo2 steps/s at {epochs} epochs |", "|---|---|---:|---:|---:|---:|---:|"]
+    lines = ["| features extractor | precision | minibatch | threads | threads as | ms per minibatch | ms per sample | "
+             f"ceiling: ppo2 steps/s at {epochs} epochs |", "|---|---|---:|---:|---|---:|---:|---:|"]
     for row in rows:
         per_sample = row["ms"] / row["batch"]
-        lines.append(f"| {row['extractor']} | {row['precision']} | {row['batch']} | {row['threads']} | {row['ms']:.2f} | "
-                     f"{per_sample:.3f} | {ceiling(per_sample):,.0f} |")
+        lines.append(f"| {row['extractor']} | {row['precision']} | {row['batch']} | {row['threads']} "
+                     f"| {threadsText(row)} | {row['ms']:.2f} | {per_sample:.3f} | {ceiling(per_sample):,.0f} |")
     return "\n".join(lines)
 
 
 def defaultCeilings(rows: list[dict[str, Any]]) -> str:
     """:return: the ceiling of ppo2's default update (:data:`DEFAULT_EXTRACTOR`, its default precision on this CPU, its
-    minibatch size) per thread count"""
+    minibatch size) per thread count, several threads in shards as ppo2 trains"""
     precision = resolvedPrecision(PPO2Model.DEFAULT_PRECISION, "cpu")
     default = [row for row in rows if row["extractor"] == DEFAULT_EXTRACTOR and row["precision"] == precision
-               and row["batch"] == PIXEL_HYPERPARAMS["batch_size"]]
-    parts = [f"{ceiling(row['ms'] / row['batch']):,.0f} steps/s on {row['threads']} torch thread(s)" for row in default]
+               and row["batch"] == PIXEL_HYPERPARAMS["batch_size"] and row["sharded"] == (row["threads"] > 1)]
+    parts = [f"{ceiling(row['ms'] / row['batch']):,.0f} steps/s on {row['threads']} thread(s)"
+             + (" in shards" if row["sharded"] else "") for row in default]
     if not parts:
         return ""
     return (f"Ceiling of ppo2's default update from raw pixels ({DEFAULT_EXTRACTOR}, {precision}, minibatches of "
@@ -216,7 +234,9 @@ def main(argv: list[str] | None = None) -> int:
                      recordedCommand("benchmarks.pixel_update_speed", argv),
                      f"SB3's CnnPolicy as ppo2 builds it from raw pixels ({N_ACTIONS} discrete actions, random weights "
                      "and minibatches), one minibatch step of SB3's PPO.train at ppo2's raw-pixel hyperparameters "
-                     f"(clipped surrogate and value losses, entropy, gradient clipping, Adam); {args.steps} steps per "
+                     "(clipped surrogate and value losses, entropy, gradient clipping, Adam multi-tensor); threads "
+                     "as: one, torch's (each operation split across them), shards (ppo2's: each minibatch's CNN in a "
+                     f"shard per thread, one torch thread each, Adam fused); {args.steps} steps per "
                      f"measurement after {WARM_UP} warm-up steps, median of {args.repeats} alternated rounds. Ceiling "
                      "= ppo2's steps/s if a step cost nothing but its share of the update: 1000 / (n_epochs x ms per "
                      f"sample). {sentence} The bfloat16 rows: {bfloat16Text()}. Reported, not asserted. "

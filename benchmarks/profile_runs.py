@@ -13,7 +13,8 @@ Every sample is put in the first category whose rule matches its stack (outermos
 
 - start-up: imports, building the envs and the model, loading the encoder: anything outside PPO's ``learn``;
 - evaluation: the deterministic evaluation episodes (their rendering, encoding and policy included);
-- PPO update: ``PPO.train`` (minibatches, backward passes, Adam);
+- PPO update: ``PPO.train`` (minibatches, backward passes, Adam), and the threads of the CNN's shards
+  (``rl_baselines.rl_algorithm.sharded_features``: they run only inside it);
 - encode: the frozen SRL encoder (in the main process or in the env workers);
 - render: the env's camera image (TinyRenderer's getCameraImage, or the sprite renderer);
 - physics: the rest of the env's step and reset (PyBullet simulation, reward, bookkeeping);
@@ -74,7 +75,7 @@ DEFAULT_CASES = ("mobile-raw", "mobile-vae", "kuka-raw", "kuka-vae")
 # (category, pattern searched in the stack of frames joined by ";"), in order: the first match wins.
 RULES = (
     ("evaluation", re.compile(r"evaluate_policy|EvalCallback|rl_baselines/runs/evaluation\.py")),
-    ("PPO update", re.compile(r"PPO\.train \(stable_baselines3")),
+    ("PPO update", re.compile(r"PPO\.train \(stable_baselines3|sharded_features\.py")),
     ("encode", re.compile(r"SRLEncoderVecEnv\.encode|WorkerEncoder\.|getState \(srl_models")),
     ("render", re.compile(r"_cameraImage|sprite_renderer\.py|getObservation|_render|\.render \(environments")),
     ("physics", re.compile(r"\(environments/")),
@@ -83,7 +84,7 @@ RULES = (
     ("policy forward", re.compile(r"policies\.py|torch/")),
 )
 CATEGORIES = ("start-up", *(name for name, _ in RULES), "other")
-LEARN = re.compile(r"OnPolicyAlgorithm\.learn \(|_worker \(stable_baselines3")
+LEARN = re.compile(r"OnPolicyAlgorithm\.learn \(|_worker \(stable_baselines3|sharded_features\.py")
 
 
 def categorise(stack: str) -> str:

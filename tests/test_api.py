@@ -286,13 +286,13 @@ def test_torch_threads_from_python_are_read_as_the_flag_reads_them(tmp_path, mon
 
 
 def test_auto_threads_from_python_see_the_features_extractor(tmp_path, monkeypatch):
-    """trainAgent(torch_threads="auto") resolves as the command does: ppo2's SmallCNN on raw pixels one thread,
-    NatureCNN the process's share of the cores."""
+    """trainAgent(torch_threads="auto") resolves as the command does: maskable_ppo's SmallCNN on raw pixels one
+    thread, NatureCNN the process's share of the cores."""
     monkeypatch.setattr(api, "trainValidated", lambda args: args)  # the settings training would get
     monkeypatch.setattr(api, "_passOnStop", lambda result: result)
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     monkeypatch.setattr(devices, "maxThreads", lambda: 4)  # (auto takes at most the machine's CPUs)
-    pixels = {"algo": "ppo2", "env": "MobileRobotGymEnv-v0", "srl_model": "raw_pixels", "log_dir": tmp_path}
+    pixels = {"algo": "maskable_ppo", "env": "MobileRobotGymEnv-v0", "srl_model": "raw_pixels", "log_dir": tmp_path}
     for extractor, threads in (("small", 1), ("nature", 3)):
         config = api.makeConfig(**pixels, features_extractor=extractor)
         assert api.trainAgent(config, torch_threads="auto").torch_threads == threads, extractor

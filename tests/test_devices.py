@@ -119,31 +119,32 @@ def _autoThreads(*argv: str) -> int:
 
 
 def test_auto_threads_see_the_features_extractor(monkeypatch: pytest.MonkeyPatch) -> None:
-    # ppo2's SmallCNN ran faster on one thread than on two (2 cores), NatureCNN on two: auto follows the extractor
+    # maskable_ppo's SmallCNN ran faster on one thread than on two (2 cores), NatureCNN level: auto follows the
+    # extractor; ppo2 trains every extractor in a shard per thread and takes the share whatever its extractor
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(devices, "usableCores", lambda: 4)
     monkeypatch.setattr(devices, "maxThreads", lambda: 4)  # (--torch-threads 2 is accepted on a 1-CPU machine too)
-    pixels = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels"]
+    pixels = ["--algo", "maskable_ppo", "--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels"]
     assert _autoThreads(*pixels, "--features-extractor", "small") == 1
     assert _autoThreads(*pixels, "--features-extractor", "medium") == 1
     assert _autoThreads(*pixels, "--features-extractor", "nature") == 4
-    assert _autoThreads(*pixels) == 1  # (MediumCNN, ppo2's default)
-    assert _autoThreads("--algo", "maskable_ppo", *pixels[2:]) == 4  # (NatureCNN, maskable_ppo's default)
+    assert _autoThreads(*pixels) == 4  # (NatureCNN, maskable_ppo's default)
     assert _autoThreads(*pixels, "--features-extractor", "small", "--torch-threads", "2") == 2  # (asked: given)
-    ppo2 = registered_rl["ppo2"][0]
-    assert train_checks.runThreadsFor(ppo2, 0, {"srl_model": "raw_pixels", "features_extractor": "small"}) == 1
-    assert train_checks.runThreadsFor(ppo2, 0, {"srl_model": "ground_truth", "features_extractor": "small"}) == 1
+    for extractor in ("small", "medium", "nature"):
+        assert _autoThreads("--algo", "ppo2", *pixels[2:], "--features-extractor", extractor) == 4
+    masked = registered_rl["maskable_ppo"][0]
+    assert train_checks.runThreadsFor(masked, 0, {"srl_model": "raw_pixels", "features_extractor": "small"}) == 1
+    assert train_checks.runThreadsFor(masked, 0, {"srl_model": "ground_truth", "features_extractor": "small"}) == 1
     monkeypatch.setenv("OMP_NUM_THREADS", "3")  # a sweep's share: NatureCNN takes it, SmallCNN and MediumCNN one
-    assert train_checks.runThreadsFor(ppo2, 0, {"srl_model": "raw_pixels", "features_extractor": "nature"}) == 3
-    assert train_checks.runThreadsFor(ppo2, 0, {"srl_model": "raw_pixels", "features_extractor": "small"}) == 1
-    assert train_checks.runThreadsFor(ppo2, 0, {"srl_model": "raw_pixels", "features_extractor": "medium"}) == 1
-    # maskable_ppo measured as ppo2 (SmallCNN faster on one thread, NatureCNN level); the others keep their answer
-    # whatever the extractor
-    for algo, threads in (("maskable_ppo", 1), ("sac", 3), ("td3", 3), ("deepq", 3), ("trpo", 3), ("a2c", 1)):
+    assert train_checks.runThreadsFor(masked, 0, {"srl_model": "raw_pixels", "features_extractor": "nature"}) == 3
+    assert train_checks.runThreadsFor(masked, 0, {"srl_model": "raw_pixels", "features_extractor": "small"}) == 1
+    assert train_checks.runThreadsFor(masked, 0, {"srl_model": "raw_pixels", "features_extractor": "medium"}) == 1
+    # the others keep their answer whatever the extractor (ppo2: the share, its CNN sharded)
+    for algo, threads in (("ppo2", 3), ("sac", 3), ("td3", 3), ("deepq", 3), ("trpo", 3), ("a2c", 1)):
         settings = {"srl_model": "raw_pixels", "features_extractor": "small"}
         assert train_checks.runThreadsFor(registered_rl[algo][0], 0, settings) == threads, algo
     assert train_checks.runThreadsFor(registered_rl["maskable_ppo"][0], 0, {"srl_model": "raw_pixels"}) == 3
-    assert train_checks.runThreadsFor(ppo2, 0, {"srl_model": "raw_pixels"}) == 1  # (MediumCNN, ppo2's default)
+    assert train_checks.runThreadsFor(registered_rl["ppo2"][0], 0, {"srl_model": "raw_pixels"}) == 3
 
 
 def test_a_one_parameter_threads_help_override_still_decides(monkeypatch: pytest.MonkeyPatch) -> None:

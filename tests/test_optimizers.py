@@ -1,4 +1,4 @@
-"""srl_toolbox.optimizers.multiTensorSteps: torch's multi-tensor steps, the same floats, the saved state unchanged."""
+"""srl_toolbox.optimizers: multiTensorSteps (the same floats, the saved state unchanged) and fusedSteps."""
 from __future__ import annotations
 
 import pytest
@@ -7,7 +7,7 @@ import torch.optim.adam as adam_module
 import torch.optim.rmsprop as rmsprop_module
 from conftest import trainHere
 
-from srl_toolbox.optimizers import multiTensorSteps
+from srl_toolbox.optimizers import fusedSteps, multiTensorSteps
 
 OPTIMIZERS = {"adam": (torch.optim.Adam, {"lr": 2.5e-4, "eps": 1e-5}),
               "adam-decay": (torch.optim.Adam, {"lr": 1e-3, "weight_decay": 1e-4}),
@@ -96,3 +96,31 @@ def test_training_steps_the_optimizers_multi_tensor(tmp_path, monkeypatch, algo)
     trainHere("--algo", algo, "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps", "256",
               "--num-cpu", "1", "--seed", "0", "--log-dir", str(tmp_path))
     assert calls["multi"] > 0 and calls["single"] == 0
+
+
+def test_within_fused_steps_adam_steps_fused_rmsprop_as_before_and_the_saved_state_is_the_default():
+    """fusedSteps: Adam's step is torch's fused one (the same bits as an Adam built with fused=True), for the step
+    alone (the saved state says torch's default); RMSprop, which has no fused step, keeps the multi-tensor one."""
+    generator = torch.Generator().manual_seed(1)
+    reference_net, net, rms_net = network(), network(), network()
+    reference = torch.optim.Adam(reference_net.parameters(), lr=1e-3, fused=True)
+    optimizer, rmsprop = torch.optim.Adam(net.parameters(), lr=1e-3), torch.optim.RMSprop(rms_net.parameters())
+    multiTensorSteps([optimizer, rmsprop])
+    seen = []
+    for hooked in (optimizer, rmsprop):
+        hooked.register_step_pre_hook(lambda opt, args, kwargs: seen.append(
+            (type(opt).__name__, opt.param_groups[0].get("fused"), opt.param_groups[0]["foreach"])))
+    with fusedSteps([optimizer, rmsprop]):
+        for _ in range(20):
+            for a, b, c in zip(reference_net.parameters(), net.parameters(), rms_net.parameters(), strict=True):
+                a.grad = torch.randn(a.shape, generator=generator)
+                b.grad, c.grad = a.grad.clone(), a.grad.clone()
+            reference.step()
+            optimizer.step()
+            rmsprop.step()
+    assert seen == [("Adam", True, None), ("RMSprop", None, True)] * 20
+    assert all(torch.equal(a, b) for a, b in zip(reference_net.parameters(), net.parameters(), strict=True))
+    assert optimizer.state_dict()["param_groups"][0]["fused"] is None
+    seen.clear()
+    optimizer.step()  # outside: the multi-tensor step again
+    assert seen == [("Adam", None, True)]

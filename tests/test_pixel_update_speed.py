@@ -12,12 +12,13 @@ from benchmarks.pixel_update_speed import (
     defaultCeilings,
     formatTable,
     main,
+    measure,
     minibatchStep,
     pixelPolicy,
     randomMinibatch,
     variantsOf,
 )
-from rl_baselines.rl_algorithm import image_features
+from rl_baselines.rl_algorithm import image_features, sharded_features
 from rl_baselines.rl_algorithm.image_features import MediumCNN, NatureCNN, SmallCNN, nativeBFloat16, resolvedPrecision
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 
@@ -45,20 +46,22 @@ def test_the_variants_and_the_ceiling(monkeypatch, native: bool) -> None:
     """The ceiling sentence is that of ppo2's default precision on this CPU (float32, whatever the CPU computes)."""
     monkeypatch.setattr(image_features, "nativeBFloat16", lambda: native)
     variants = variantsOf(["medium", "nature", "small"], [64, 256], [1, 2])
-    assert len(variants) == 3 * 2 * 2 + 2
+    assert len(variants) == 3 * 2 * 3 + 3  # 1 thread, 2 of torch's, 2 in shards
     assert [variant for variant in variants if variant["precision"] == "bfloat16"] == [  # (ppo2's default extractor)
-        {"extractor": "medium", "batch": 64, "threads": count, "precision": "bfloat16"} for count in (1, 2)]
+        {"extractor": "medium", "batch": 64, "threads": count, "sharded": sharded, "precision": "bfloat16"}
+        for count, sharded in ((1, False), (2, False), (2, True))]
     assert ceiling(0.25) == pytest.approx(400.0)  # 10 epochs of 0.25 ms per sample: 2.5 ms of update per env step
-    rows = [{**variant, "ms": 16.0 if variant["precision"] == "float32" else 8.0} for variant in variants]
+    rows = [{**variant, "ms": 8.0 if variant["precision"] == "bfloat16" else 12.8 if variant["sharded"] else 16.0}
+            for variant in variants]
     table = formatTable(rows)
-    assert "| nature | float32 | 64 | 1 | 16.00 | 0.250 | 400 |" in table
-    assert "| medium | bfloat16 | 64 | 2 | 8.00 | 0.125 | 800 |" in table
-    assert "| small | float32 | 256 | 2 | 16.00 | 0.062 | 1,600 |" in table
-    precision, rate = resolvedPrecision(PPO2Model.DEFAULT_PRECISION, "cpu"), 400
+    assert "| nature | float32 | 64 | 1 | one | 16.00 | 0.250 | 400 |" in table
+    assert "| medium | bfloat16 | 64 | 2 | torch's | 8.00 | 0.125 | 800 |" in table
+    assert "| small | float32 | 256 | 2 | shards | 12.80 | 0.050 | 2,000 |" in table
+    precision = resolvedPrecision(PPO2Model.DEFAULT_PRECISION, "cpu")
     assert precision == "float32"
     assert defaultCeilings(rows) == (f"Ceiling of ppo2's default update from raw pixels (medium, {precision}, "
-                                     f"minibatches of 64, 10 epochs): {rate} steps/s on 1 torch thread(s), {rate} "
-                                     "steps/s on 2 torch thread(s).")
+                                     "minibatches of 64, 10 epochs): 400 steps/s on 1 thread(s), 500 steps/s on 2 "
+                                     "thread(s) in shards.")
     assert defaultCeilings([row for row in rows if row["batch"] == 256]) == ""
 
 
@@ -69,13 +72,13 @@ def test_a_run_appends_its_table_to_the_results_file(tmp_path, capsys) -> None:
                  "--extractors", "small", "--results-file", str(results)]) == 0
     text = results.read_text()
     assert "python -m benchmarks.pixel_update_speed --size 36 --steps 1" in text
-    assert "| small | float32 | 4 | 1 |" in text and "| medium | bfloat16 | 64 | 1 |" in text
+    assert "| small | float32 | 4 | 1 | one |" in text and "| medium | bfloat16 | 64 | 1 | one |" in text
     assert f"The bfloat16 rows: bfloat16 {'in hardware' if nativeBFloat16() else 'emulated'} on this CPU" in text
     assert torch.get_num_threads() >= 1
     # a line per measurement, with the countdown
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
     assert [line.split("]")[0] for line in lines] == ["[1/2, about 0 min left", "[2/2, about 0 min left"]
-    assert lines[0].endswith(" ms") and "round 1: small, float32, minibatch 4, 1 thread(s): " in lines[0]
+    assert lines[0].endswith(" ms") and "round 1: small, float32, minibatch 4, 1 thread(s) (one): " in lines[0]
 
 
 def test_a_minibatch_of_one_is_refused_in_one_line(tmp_path) -> None:
@@ -84,3 +87,19 @@ def test_a_minibatch_of_one_is_refused_in_one_line(tmp_path) -> None:
     assert result.stderr.strip().splitlines() == [
         "error: argument --batch-sizes: invalid size 1 (2 or more: SB3 normalises the advantages over each "
         "minibatch)"]
+
+
+def test_a_sharded_variant_trains_in_shards_and_gives_the_threads_back(monkeypatch) -> None:
+    """The shards variant times ppo2's sharded update (the CNN's minibatch in 2 shards), torch's threads put back."""
+    shards = []
+    original = sharded_features._withGradients
+
+    def recorded(*args):
+        shards.append(args[1].shape[0])
+        return original(*args)
+    monkeypatch.setattr(sharded_features, "_withGradients", recorded)
+    threads = torch.get_num_threads()
+    rows = measure(36, [{"extractor": "small", "batch": 32, "threads": 2, "sharded": True, "precision": "float32"}],
+                   steps=1, repeats=1)
+    assert rows[0]["ms"] > 0 and torch.get_num_threads() == threads
+    assert shards and set(shards) == {16}

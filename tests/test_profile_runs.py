@@ -41,6 +41,9 @@ WORKER = (f'{MAIN};process 2:"python -c from multiprocessing.forkserver import m
     (f"{LEARN};collect_rollouts (stable_baselines3/common/on_policy_algorithm.py:180);"
      "ActorCriticPolicy.forward (stable_baselines3/common/policies.py:640)", "policy forward"),
     (f"{LEARN};RolloutBuffer.add (stable_baselines3/common/buffers.py:480)", "other"),
+    (f"{MAIN};_bootstrap (threading.py:1002);_worker (concurrent/futures/thread.py:83);"
+     "_withGradients (rl_baselines/rl_algorithm/sharded_features.py:61);Conv2d.forward (torch/nn/modules/conv.py:565)",
+     "PPO update"),  # a shard's thread of ppo2's pixel update
 ])
 def test_stacks_go_to_their_category(stack, category):
     assert category in CATEGORIES

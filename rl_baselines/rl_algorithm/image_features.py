@@ -16,7 +16,7 @@ bfloat16 on such a CPU and float32 elsewhere, resolved before args.json records 
 (:func:`resolvedPrecision`), so a run, its zip and a continued model name the one they computed in. With
 ``bfloat16`` the policy's Adam also takes its step fused (torch's ``fused=True``: one kernel over every parameter,
 the same update rounded otherwise): ``float32`` keeps SB3's own optimizer, so its runs stay bit for bit those of
-SB3's defaults.
+SB3's defaults (on one torch thread: ppo2 trains the CNN in shards on several).
 
 Every extractor gets the heads SB3 gives NatureCNN in its actor-critic policies (:func:`pixelPolicyKeywords`): the
 action and value layers straight on the features (``net_arch=[]``). SB3 gives any other extractor two hidden tanh

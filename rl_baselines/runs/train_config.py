@@ -186,8 +186,9 @@ class TrainConfig:
     torch_threads: int = setting(0, "torch's CPU threads for this run's process, 1 up to the machine's CPUs; auto "
                                  "(or 0): for a CNN on images the process's share of the cores (OMP_NUM_THREADS where "
                                  "set: the pipeline and the search set it for their runs; else every usable core; "
-                                 "a2c, acktr, acer, ppo_lstm, and ppo2 and maskable_ppo with --features-extractor "
-                                 "medium (ppo2's default) or small: 1), else 1; resolved by validation and recorded",
+                                 "a2c, acktr, acer, ppo_lstm, and maskable_ppo with --features-extractor medium or "
+                                 "small: 1; ppo2 trains its CNN in a shard per thread), else 1; resolved by validation "
+                                 "and recorded",
                                  parse=parseThreads, metavar="N|auto")
     tensorboard_log: str | None = setting(None, "also write a tensorboard log, in DIR/<env>_<srl-model>_<algo>_<run "
                                           "folder name>/ (_2, ... where another run's has that name; episode "
