@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import trainHere
+from conftest import interruptThenResume, trainHere
 from same_seed import parameterDigest
 
 from rl_baselines.core.registry import registered_rl
@@ -126,3 +126,15 @@ def test_ppo2_from_raw_pixels_trains_in_shards_on_two_threads_and_repeats_itself
     for name in sorted(FEATURES_EXTRACTORS):
         argv = [*flags, "--features-extractor", name, "--log-dir", str(tmp_path / "auto")]
         assert train_checks.validate(train.parseCommand(argv)[0], registered_rl).torch_threads == 2
+
+
+@pytest.mark.skipif(devices.maxThreads() < 2, reason="--torch-threads 2 needs 2 CPUs")
+def test_a_sharded_run_stopped_and_resumed_ends_as_the_uninterrupted_one(tmp_path, monkeypatch):
+    """--resume keeps the recorded 2 threads, so the resumed updates are sharded as the first ones (Adam's fused
+    state included): the same parameters, bit for bit."""
+    args = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels", "--img-shape", "3", "40",
+            "40", "--num-timesteps", "96", "--n-steps", "32", "--batch-size", "32", "--n-epochs", "2",
+            "--checkpoint-freq", "32", "--seed", "3", "--num-cpu", "1", "--torch-threads", "2"]
+    reference = trainHere(*args, "--log-dir", tmp_path / "reference")
+    resumed = interruptThenResume(monkeypatch, str(tmp_path / "stopped"), args, 40)
+    assert parameterDigest(resumed) == parameterDigest(reference)
