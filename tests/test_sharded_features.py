@@ -57,15 +57,21 @@ def test_sharded_features_are_the_same_and_gradients_the_same_up_to_rounding_and
     assert not any(torch.equal(a, b) for a, b in zip(plain, first))  # (sharded: the sums were split)
 
 
-def test_the_shards_threads_compute_on_one_torch_thread_and_stop_after(monkeypatch):
-    module = extractor("medium")
-    seen = []
-    original = sharded_features._withGradients
+@pytest.fixture
+def shardCalls(monkeypatch) -> list[tuple[str, int]]:
+    """:return: (thread name, torch threads) of each shard's forward pass from now on"""
+    calls, original = [], sharded_features._withGradients
 
     def recorded(*args):
-        seen.append((threading.current_thread().name, torch.get_num_threads()))
+        calls.append((threading.current_thread().name, torch.get_num_threads()))
         return original(*args)
     monkeypatch.setattr(sharded_features, "_withGradients", recorded)
+    return calls
+
+
+def test_the_shards_threads_compute_on_one_torch_thread_and_stop_after(shardCalls):
+    module = extractor("medium")
+    seen = shardCalls
     with shardedUpdates(module, 2):
         gradients(module, images(32))
     assert sorted(name.startswith("features-shard") for name, _ in seen) == [False, True]
@@ -104,20 +110,14 @@ def test_a_second_backward_and_an_error_in_a_shard_are_raised():
 
 
 @pytest.mark.skipif(devices.maxThreads() < 2, reason="--torch-threads 2 needs 2 CPUs")
-def test_ppo2_from_raw_pixels_trains_in_shards_on_two_threads_and_repeats_itself(tmp_path, monkeypatch):
+def test_ppo2_from_raw_pixels_trains_in_shards_on_two_threads_and_repeats_itself(tmp_path, monkeypatch, shardCalls):
     """--torch-threads 2: the CNN's minibatches in two shards (none with 1), and the same seed gives the same
     parameters; auto gives ppo2 every usable core whatever its extractor."""
-    shard_threads = []
-    original = sharded_features._withGradients
-
-    def recorded(*args):
-        shard_threads.append(threading.current_thread().name)
-        return original(*args)
-    monkeypatch.setattr(sharded_features, "_withGradients", recorded)
     flags = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels", "--img-shape", "3", "40",
              "40", "--num-timesteps", "128", "--n-steps", "32", "--batch-size", "32", "--n-epochs", "2", "--seed", "3"]
     runs = {label: trainHere(*flags, "--torch-threads", threads, "--log-dir", tmp_path / label)
             for label, threads in (("one", "1"), ("two", "2"), ("again", "2"))}
+    shard_threads = [name for name, _ in shardCalls]
     # two runs of 8 minibatches (4 per epoch), each in 2 shards: one on the training thread, one on the shard's
     assert len(shard_threads) == 2 * 8 * 2 and shard_threads.count("MainThread") == 2 * 8
     assert parameterDigest(runs["two"]) == parameterDigest(runs["again"]) != parameterDigest(runs["one"])

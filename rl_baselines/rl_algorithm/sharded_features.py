@@ -49,9 +49,11 @@ class ShardedExtractor(nn.Module):
         raise NotImplementedError
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
+        if (self._shard_pool is None or not torch.is_grad_enabled() or observations.device.type != "cpu"
+                or observations.shape[0] < self._shards * MIN_SHARD_ROWS):
+            return self.features(observations)  # (a rollout's or evaluation's pass: nothing more looked at)
         parameters = tuple(parameter for parameter in self.parameters() if parameter.requires_grad)
-        if (self._shard_pool is None or not torch.is_grad_enabled() or not parameters
-                or observations.device.type != "cpu" or observations.shape[0] < self._shards * MIN_SHARD_ROWS):
+        if not parameters:
             return self.features(observations)
         return _ShardedFeatures.apply(self, observations, *parameters)
 
