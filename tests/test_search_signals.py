@@ -1,19 +1,24 @@
 """Signals to hyperparam_search with --workers: SIGTERM and a SIGINT to the command alone stop every trial and record
 it failed, and no new trial starts; a Ctrl-C to the process group while the workers start prints no
-traceback; one while the outputs are written stops the command after them."""
+traceback; one while the outputs are written stops the command after them; one while a process reads or writes the
+study is taken once that is done."""
 from __future__ import annotations
 
 import glob
 import os
 import signal
+import subprocess
+import sys
 import time
 
+import optuna
 import pytest
 from conftest import childProcesses, startModule
-from test_hyperparam_search import COMMON, ENV, _loadStudy
+from test_hyperparam_search import COMMON, ENV, _loadStudy, _searchConfig
 
-from rl_baselines.sweeps import hyperparam_search
+from rl_baselines.sweeps import hyperparam_search, search_trials
 from rl_baselines.sweeps.search_outputs import writeTrialsCsv
+from srl_toolbox.signals import raiseTerminated
 
 
 def _twoTrialsTraining(tmp_path) -> tuple:
@@ -101,3 +106,107 @@ def test_a_ctrl_c_while_the_outputs_are_written_stops_the_search_after_them(tmp_
                                 "--no-vis", "--log-dir", str(tmp_path)])
     folder = os.path.join(str(tmp_path), "hyperparam_search", f"ppo2_{ENV}_ground_truth_tpe")
     assert {"trials.csv", "search.png", "best_hyperparams.yaml"} <= set(os.listdir(folder))
+
+
+class _SleepingTrain(search_trials.TrialObjective):
+    """A trial whose train process sleeps (writes nothing)."""
+
+    def trainCommand(self, run_root: str, number: int, params: dict) -> list[str]:
+        return [sys.executable, "-c", "import time; time.sleep(120)"]
+
+
+def _terminatedWhile(monkeypatch, module, name: str) -> list[str]:
+    """Make ``module.name`` send this process SIGTERM, handled as the workers and the command handle it, as its first
+    call starts; :return: a list that gets "done" each time a call returns"""
+    real, done = getattr(module, name), []
+
+    def interrupted(*args, **kwargs):
+        if not done:
+            os.kill(os.getpid(), signal.SIGTERM)
+        result = real(*args, **kwargs)
+        done.append("done")
+        return result
+
+    monkeypatch.setattr(module, name, interrupted)
+    signal.signal(signal.SIGTERM, raiseTerminated)
+    return done
+
+
+@pytest.fixture
+def sigtermRestored():
+    """SIGTERM's handler as it was, after the test"""
+    previous = signal.getsignal(signal.SIGTERM)
+    yield
+    signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.mark.parametrize("name", ["poll", "start"])
+def test_a_stop_while_a_trial_reports_or_starts_comes_after_the_study_is_written(tmp_path, monkeypatch,
+                                                                                 sigtermRestored, name):
+    """A stop raised inside Optuna's SQLite access could leave the database locked: the other worker's trial then
+    waited on the lock past the command's wait, and was left RUNNING in the study. A worker's SIGTERM that comes as its
+    trial reports (each poll) or starts (its user attributes, its sampled values) is taken once that is written: the
+    trial is stopped and recorded interrupted."""
+    config = _searchConfig(tmp_path)
+    done = _terminatedWhile(monkeypatch, *((search_trials._TrialWatch, "poll") if name == "poll"
+                                           else (search_trials, "suggestParams")))
+    trial = optuna.create_study(direction="maximize").ask()
+    with pytest.raises(KeyboardInterrupt):
+        _SleepingTrain(config)(trial)
+    assert done == ["done"]
+    assert "trial_dir" in trial.user_attrs  # (written after the sampling, in the same held-back block)
+    if name == "poll":
+        assert trial.user_attrs["error"] == "interrupted"
+
+
+class _SleepingProcess:
+    """Stands for a ``--workers`` process: a child that sleeps until it is signalled (it takes the stop signals it was
+    started with blocked, as a worker does)."""
+
+    def __init__(self) -> None:
+        self.child: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.child = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.pthread_sigmask("
+                                       "signal.SIG_UNBLOCK, {signal.SIGTERM}); time.sleep(120)"])
+
+    @property
+    def pid(self) -> int:
+        return self.child.pid
+
+    def is_alive(self) -> bool:
+        return self.child.poll() is None
+
+    def join(self, timeout: float | None = None) -> None:
+        try:
+            self.child.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def terminate(self) -> None:
+        self.child.kill()
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.child.returncode
+
+
+def test_a_stop_while_the_command_reads_the_study_comes_after_the_read(tmp_path, monkeypatch, sigtermRestored):
+    """The command reads the study every second to show the finished trials: a SIGTERM that came during that read
+    (which could leave the database locked for the workers' last writes) is taken after it, and passed on to the
+    workers."""
+    workers: list[_SleepingProcess] = []
+
+    class Context:
+        @staticmethod
+        def Process(target, args) -> _SleepingProcess:
+            workers.append(_SleepingProcess())
+            return workers[-1]
+
+    monkeypatch.setattr(search_trials.multiprocessing, "get_context", lambda method: Context)
+    monkeypatch.setattr(search_trials, "finishedTrials", lambda study, search_id: [])
+    done = _terminatedWhile(monkeypatch, search_trials, "finishedTrials")
+    with pytest.raises(KeyboardInterrupt):
+        search_trials.runWorkers(_searchConfig(tmp_path), None, 2, 2, 0, search_trials.TrialProgress(2, False))
+    assert done == ["done", "done"]  # (the interrupted read, and the last one once the workers stopped)
+    assert len(workers) == 2 and [worker.child.returncode for worker in workers] == [-signal.SIGTERM] * 2

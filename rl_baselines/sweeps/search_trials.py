@@ -24,7 +24,10 @@ budget. A failed run is a failed trial (:class:`TrialFailed`), never a pruned on
 
 An interrupt (Ctrl-C, SIGTERM) stops the trials whose runs are still going (recorded failed, ``interrupted``); a trial
 whose run had already exited normally when it came is read to its end and scored as if none had come (recorded
-complete), and the interrupt then stops the search.
+complete), and the interrupt then stops the search. It is held back while a process reads or writes the study (the
+trial's start, each poll's reports, the command's reads of the finished trials; :func:`ctrlCDeferred`) and taken
+after: a KeyboardInterrupt raised inside Optuna's SQLite access can leave a statement open and the database locked,
+and the other processes then wait on the lock past the command's wait for them, their trials left running.
 """
 from __future__ import annotations
 
@@ -59,7 +62,7 @@ from rl_baselines.sweeps.search_study import (
 )
 from srl_toolbox.devices import threadsEnvironment
 from srl_toolbox.files import readJson
-from srl_toolbox.signals import raiseTerminated, stopSignalsBlocked, unblockStopSignals
+from srl_toolbox.signals import ctrlCDeferred, raiseTerminated, stopSignalsBlocked, unblockStopSignals
 from srl_toolbox.terminal import writeAboveBar
 
 # Seconds between two reads of a running trial's monitor files.
@@ -320,22 +323,23 @@ class TrialObjective:
         :raises TrialFailed: the run failed or finished no episode
         """
         optuna = importOptuna()
-        # first: finishedTrials finds this command's trials by it, the ones pruned before they start too
-        trial.set_user_attr("search_id", self.config.search_id)
-        trial.set_user_attr("fixed_hyperparams", self.config.fixed)
-        trial.set_user_attr("train_flags", self.config.trialFlags)  # (the best trial's repeat command)
-        sampled = suggestParams(trial, self.config.space)
-        params, reason = trialParams(sampled, self.config)
-        changed = {name: value for name, value in params.items() if name not in sampled or value != sampled[name]}
-        if changed:  # (the outputs give the values it trained with)
-            trial.set_user_attr(RUN_PARAMS, changed)
-        if reason is not None:
-            # its first rollout alone would train past the budget, and be compared with trials that stopped at it; or
-            # train would refuse its minibatches
-            trial.set_user_attr("pruned_before_start", reason)
-            raise optuna.TrialPruned(reason)
-        folder = _trialFolder(self.config.output_dir, trial.number)
-        trial.set_user_attr("trial_dir", folder)
+        with ctrlCDeferred():  # (writes to the study: a stop is taken after them)
+            # first: finishedTrials finds this command's trials by it, the ones pruned before they start too
+            trial.set_user_attr("search_id", self.config.search_id)
+            trial.set_user_attr("fixed_hyperparams", self.config.fixed)
+            trial.set_user_attr("train_flags", self.config.trialFlags)  # (the best trial's repeat command)
+            sampled = suggestParams(trial, self.config.space)
+            params, reason = trialParams(sampled, self.config)
+            changed = {name: value for name, value in params.items() if name not in sampled or value != sampled[name]}
+            if changed:  # (the outputs give the values it trained with)
+                trial.set_user_attr(RUN_PARAMS, changed)
+            if reason is not None:
+                # its first rollout alone would train past the budget, and be compared with trials that stopped at
+                # it; or train would refuse its minibatches
+                trial.set_user_attr("pruned_before_start", reason)
+                raise optuna.TrialPruned(reason)
+            folder = _trialFolder(self.config.output_dir, trial.number)
+            trial.set_user_attr("trial_dir", folder)
         log_path = os.path.join(folder, "train.log")
         with open(log_path, "w", encoding="utf-8") as log:
             environ = None if self.config.threads is None else threadsEnvironment(self.config.threads)
@@ -349,8 +353,11 @@ class TrialObjective:
             try:
                 while True:
                     code = child.poll()  # (before reading: a finished run's files are complete)
-                    if code not in (None, 0) or watch.poll(code is not None):
+                    if code not in (None, 0):
                         break  # (a crash is a failed trial, not a pruned one: not read)
+                    with ctrlCDeferred():  # (it reports to the study)
+                        if watch.poll(code is not None):
+                            break
                     if self.tick is not None:
                         self.tick()
                     time.sleep(POLL_S)
@@ -555,7 +562,9 @@ def runWorkers(config: SearchConfig, study: Any, n_trials: int, workers: int, se
             for process in processes:
                 process.start()
         while any(process.is_alive() for process in processes):
-            for trial in finishedTrials(study, config.search_id):
+            with ctrlCDeferred():  # (a stop is taken after the read)
+                finished = finishedTrials(study, config.search_id)
+            for trial in finished:
                 progress.trialDone(trial)
             progress.tick()
             time.sleep(1.0)
