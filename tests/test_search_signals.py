@@ -155,8 +155,7 @@ def test_a_stop_while_a_trial_reports_or_starts_comes_after_the_study_is_written
         _SleepingTrain(config)(trial)
     assert done == ["done"]
     assert "trial_dir" in trial.user_attrs  # (written after the sampling, in the same held-back block)
-    if name == "poll":
-        assert trial.user_attrs["error"] == "interrupted"
+    assert trial.user_attrs["error"] == "interrupted"
 
 
 class _SleepingProcess:

@@ -313,6 +313,32 @@ class TrialObjective:
             command += ["--hyperparam", *(f"{name}:{formatValue(value)}" for name, value in params.items())]
         return command
 
+    def _start(self, trial: Any) -> tuple[dict[str, Any], str]:
+        """
+        Record the trial's settings and sample its hyperparameters.
+
+        :param trial: the Optuna trial
+        :return: the values it trains with, and its new folder
+        :raises optuna.TrialPruned: its sampled values would train past the budget, or train would refuse them
+        """
+        # first: finishedTrials finds this command's trials by it, the ones pruned before they start too
+        trial.set_user_attr("search_id", self.config.search_id)
+        trial.set_user_attr("fixed_hyperparams", self.config.fixed)
+        trial.set_user_attr("train_flags", self.config.trialFlags)  # (the best trial's repeat command)
+        sampled = suggestParams(trial, self.config.space)
+        params, reason = trialParams(sampled, self.config)
+        changed = {name: value for name, value in params.items() if name not in sampled or value != sampled[name]}
+        if changed:  # (the outputs give the values it trained with)
+            trial.set_user_attr(RUN_PARAMS, changed)
+        if reason is not None:
+            # its first rollout alone would train past the budget, and be compared with trials that stopped at it; or
+            # train would refuse its minibatches
+            trial.set_user_attr("pruned_before_start", reason)
+            raise importOptuna().TrialPruned(reason)
+        folder = _trialFolder(self.config.output_dir, trial.number)
+        trial.set_user_attr("trial_dir", folder)
+        return params, folder
+
     def __call__(self, trial: Any) -> float:
         """
         :param trial: the Optuna trial
@@ -322,24 +348,12 @@ class TrialObjective:
         :raises optuna.TrialPruned: the pruner stopped it
         :raises TrialFailed: the run failed or finished no episode
         """
-        optuna = importOptuna()
-        with ctrlCDeferred():  # (writes to the study: a stop is taken after them)
-            # first: finishedTrials finds this command's trials by it, the ones pruned before they start too
-            trial.set_user_attr("search_id", self.config.search_id)
-            trial.set_user_attr("fixed_hyperparams", self.config.fixed)
-            trial.set_user_attr("train_flags", self.config.trialFlags)  # (the best trial's repeat command)
-            sampled = suggestParams(trial, self.config.space)
-            params, reason = trialParams(sampled, self.config)
-            changed = {name: value for name, value in params.items() if name not in sampled or value != sampled[name]}
-            if changed:  # (the outputs give the values it trained with)
-                trial.set_user_attr(RUN_PARAMS, changed)
-            if reason is not None:
-                # its first rollout alone would train past the budget, and be compared with trials that stopped at
-                # it; or train would refuse its minibatches
-                trial.set_user_attr("pruned_before_start", reason)
-                raise optuna.TrialPruned(reason)
-            folder = _trialFolder(self.config.output_dir, trial.number)
-            trial.set_user_attr("trial_dir", folder)
+        try:
+            with ctrlCDeferred():  # (writes to the study: a stop is taken after them)
+                params, folder = self._start(trial)
+        except KeyboardInterrupt:  # (it came as the trial started: recorded as one that was running)
+            trial.set_user_attr("error", "interrupted")
+            raise
         log_path = os.path.join(folder, "train.log")
         with open(log_path, "w", encoding="utf-8") as log:
             environ = None if self.config.threads is None else threadsEnvironment(self.config.threads)
