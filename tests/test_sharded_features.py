@@ -53,7 +53,9 @@ def test_sharded_features_are_the_same_and_gradients_the_same_up_to_rounding_and
     assert torch.equal(first_features, features)  # each row computed alone
     for a, b, c in zip(plain, first, second, strict=True):
         assert torch.equal(b, c)  # same shards, same bits
-        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6)  # the same sums in another order
+        # the same sums in another order: each element within a rounding error of the tensor's scale (a small
+        # element is the difference of larger terms; 2.5e-6 of the scale at most measured, on AMD and Intel)
+        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-4 * float(a.abs().max()))
     assert not any(torch.equal(a, b) for a, b in zip(plain, first))  # (sharded: the sums were split)
 
 
