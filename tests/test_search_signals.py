@@ -115,41 +115,40 @@ class _SleepingTrain(search_trials.TrialObjective):
         return [sys.executable, "-c", "import time; time.sleep(120)"]
 
 
-def _terminatedWhile(monkeypatch, module, name: str) -> list[str]:
-    """Make ``module.name`` send this process SIGTERM, handled as the workers and the command handle it, as its first
-    call starts; :return: a list that gets "done" each time a call returns"""
-    real, done = getattr(module, name), []
-
-    def interrupted(*args, **kwargs):
-        if not done:
-            os.kill(os.getpid(), signal.SIGTERM)
-        result = real(*args, **kwargs)
-        done.append("done")
-        return result
-
-    monkeypatch.setattr(module, name, interrupted)
-    signal.signal(signal.SIGTERM, raiseTerminated)
-    return done
-
-
 @pytest.fixture
-def sigtermRestored():
-    """SIGTERM's handler as it was, after the test"""
+def terminatedWhile(monkeypatch):
+    """:return: a function making ``module.name`` send this process SIGTERM, handled as the workers and the command
+    handle it, as its first call starts, and returning a list that gets "done" each time a call returns; SIGTERM's
+    handler is put back after the test"""
     previous = signal.getsignal(signal.SIGTERM)
-    yield
+
+    def terminatedWhile(module, name: str) -> list[str]:
+        real, done = getattr(module, name), []
+
+        def interrupted(*args, **kwargs):
+            if not done:
+                os.kill(os.getpid(), signal.SIGTERM)
+            result = real(*args, **kwargs)
+            done.append("done")
+            return result
+
+        monkeypatch.setattr(module, name, interrupted)
+        signal.signal(signal.SIGTERM, raiseTerminated)
+        return done
+
+    yield terminatedWhile
     signal.signal(signal.SIGTERM, previous)
 
 
 @pytest.mark.parametrize("name", ["poll", "start"])
-def test_a_stop_while_a_trial_reports_or_starts_comes_after_the_study_is_written(tmp_path, monkeypatch,
-                                                                                 sigtermRestored, name):
+def test_a_stop_while_a_trial_reports_or_starts_comes_after_the_study_is_written(tmp_path, terminatedWhile, name):
     """A stop raised inside Optuna's SQLite access could leave the database locked: the other worker's trial then
     waited on the lock past the command's wait, and was left RUNNING in the study. A worker's SIGTERM that comes as its
     trial reports (each poll) or starts (its user attributes, its sampled values) is taken once that is written: the
     trial is stopped and recorded interrupted."""
     config = _searchConfig(tmp_path)
-    done = _terminatedWhile(monkeypatch, *((search_trials._TrialWatch, "poll") if name == "poll"
-                                           else (search_trials, "suggestParams")))
+    target = (search_trials._TrialWatch, "poll") if name == "poll" else (search_trials, "suggestParams")
+    done = terminatedWhile(*target)
     trial = optuna.create_study(direction="maximize").ask()
     with pytest.raises(KeyboardInterrupt):
         _SleepingTrain(config)(trial)
@@ -190,7 +189,7 @@ class _SleepingProcess:
         return self.child.returncode
 
 
-def test_a_stop_while_the_command_reads_the_study_comes_after_the_read(tmp_path, monkeypatch, sigtermRestored):
+def test_a_stop_while_the_command_reads_the_study_comes_after_the_read(tmp_path, monkeypatch, terminatedWhile):
     """The command reads the study every second to show the finished trials: a SIGTERM that came during that read
     (which could leave the database locked for the workers' last writes) is taken after it, and passed on to the
     workers."""
@@ -204,7 +203,7 @@ def test_a_stop_while_the_command_reads_the_study_comes_after_the_read(tmp_path,
 
     monkeypatch.setattr(search_trials.multiprocessing, "get_context", lambda method: Context)
     monkeypatch.setattr(search_trials, "finishedTrials", lambda study, search_id: [])
-    done = _terminatedWhile(monkeypatch, search_trials, "finishedTrials")
+    done = terminatedWhile(search_trials, "finishedTrials")
     with pytest.raises(KeyboardInterrupt):
         search_trials.runWorkers(_searchConfig(tmp_path), None, 2, 2, 0, search_trials.TrialProgress(2, False))
     assert done == ["done", "done"]  # (the interrupted read, and the last one once the workers stopped)
