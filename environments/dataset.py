@@ -356,12 +356,13 @@ class Dataset:
         :param indices: rows to read (default: all)
         :param img_shape: (C, H, W) the images are resized to (default: as recorded)
         :return: uint8 (n, H, W, C) RGB images, C = 6 for two-camera datasets (views stacked on channels)
-        :raises ValueError: an image is missing or unreadable
+        :raises ValueError: an image is missing or unreadable, or not of the dataset's recorded size
         """
 
         self.require("images_path", purpose="image loading")
         stems = self.arrays["images_path"] if indices is None else self.arrays["images_path"][np.asarray(indices)]
         height, width = (img_shape or self.img_shape)[1:]
+        recorded = tuple(self.img_shape[1:])
         views = ("_1", "_2") if self.config.get("multi_view") else ("",)
         images = np.empty((len(stems), height, width, 3 * len(views)), dtype=np.uint8)
         log_level = cv2.utils.logging.getLogLevel()
@@ -375,6 +376,9 @@ class Dataset:
                     if image is None:
                         raise ValueError(f"cannot read image {file}"
                                          + ("" if os.path.isfile(file) else ": the file is missing"))
+                    if image.shape[:2] != recorded:
+                        raise ValueError(f"image {file} is {image.shape[0]}x{image.shape[1]}, the dataset records "
+                                         f"{recorded[0]}x{recorded[1]} images: record it again, or leave it out")
                     if image.shape[:2] != (height, width):
                         image = cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA)
                     images[i, :, :, 3 * v:3 * v + 3] = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)

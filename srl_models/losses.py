@@ -138,6 +138,7 @@ class SRLLoss(nn.Module):
     ONLINE_NEXT = True           # pairs: reads the online encoder's states of the second frame (next_states)
     MOMENTUM = False             # reads the momentum target encoder's states of the second frame (target_states)
     NEGATIVES = False            # contrasts each row with the other rows of its minibatch (needs >= 2 rows)
+    ROW_PAIRS = False            # compares pairs of rows of its minibatch (needs >= 2 rows; NEGATIVES implies it)
     DEFAULTS: dict[str, object] = {}  # training settings it needs other than the command's defaults
     DECODES = False              # has a decoder (states -> images)
     LEARNS = ""                  # one line for --help and docs
@@ -381,7 +382,7 @@ class RoboticPriorsLoss(SRLLoss):
     would train the encoder, and the state would collapse to a constant.
     """
 
-    NAME, NEEDS, PAIRS = "robotic_priors", ("actions", "rewards"), True
+    NAME, NEEDS, PAIRS, ROW_PAIRS = "robotic_priors", ("actions", "rewards"), True, True
     LEARNS = "temporal coherence, proportionality, causality, repeatability priors"
     # Three priors are lowest for a constant state, and held-out episodes often lack a reward change (no causality
     # pair): the validation loss is then lowest for the untrained, nearly constant encoder of epoch 1.

@@ -296,7 +296,7 @@ def trainingSettings(config: SRLTrainConfig, dataset_folder: str) -> dict[str, A
             "data_folder": os.path.abspath(dataset_folder), "seed": config.seed,
             **({"epochs": config.epochs} if trainsLoss(name) else {}),
             **entries, "learning_rate": config.learning_rate, "beta": config.beta,
-            "foreground_weight": foregroundWeight(config, name), "val_split": config.val_split,
+            "foreground_weight": foregroundWeight(config, name, losses), "val_split": config.val_split,
             "patience": config.patience}
 
 

@@ -220,7 +220,7 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
                   DATASET_ENV_KEY: dataset.frameSettings(),
                   "seed": config.seed, "epochs": config.epochs,
                   **trainingEntries(training), "learning_rate": config.learning_rate, "beta": config.beta,
-                  "foreground_weight": foregroundWeight(config, name),
+                  "foreground_weight": foregroundWeight(config, name, losses),
                   "val_split": config.val_split, "patience": config.patience, **sizes}
     seedEverything(config.seed)
     try:

@@ -182,12 +182,16 @@ def resolveModel(config: SRLTrainConfig) -> tuple[str, dict[str, float], dict[st
     return name, losses, split, state_dim
 
 
-def foregroundWeight(config: SRLTrainConfig, name: str) -> float:
+def foregroundWeight(config: SRLTrainConfig, name: str, losses: dict[str, float]) -> float:
     """
     :param config: the training's settings
     :param name: the model trained (from :func:`resolveModel`)
-    :return: --foreground-weight, else the model's default (srl_combination: 30; every other model: 0)
+    :param losses: its losses (from :func:`resolveModel`)
+    :return: 0 where no loss reconstructs images (the weight weighs nothing), else --foreground-weight, else the
+        model's default (srl_combination: 30; every other model: 0)
     """
+    if not any(LOSSES[loss].DECODES for loss in losses):
+        return 0.0
     if config.foreground_weight is not None:
         return float(config.foreground_weight)
     return float(getattr(trainableModels()[name], "DEFAULT_FOREGROUND_WEIGHT", 0.0))
@@ -211,8 +215,8 @@ def resolveTraining(config: SRLTrainConfig, losses: dict[str, float]) -> dict[st
     :raises UsageError: --augment, --updates, --learning-rate, --batch-size or --patience without a loss (pca, random;
         srl_models.train's command line refuses --epochs too), --foreground-weight without a reconstruction loss,
         losses that need pairs at different distances, --horizon or --tau for losses that do not read them, a
-        contrastive loss with a minibatch that cannot hold a negative, curl without augmentation, --shift-pad
-        without the shift
+        loss comparing the rows of its minibatch (contrastive, robotic priors) with minibatches of one row, curl
+        without augmentation, --shift-pad without the shift
     """
     classes = {name: LOSSES[name] for name in losses}
     if "vae" not in losses and config.beta != SRLTrainConfig.beta:
@@ -256,11 +260,13 @@ def resolveTraining(config: SRLTrainConfig, losses: dict[str, float]) -> dict[st
         raise UsageError(f"--tau {config.tau:g} must be in (0, 1]")
     tau = (config.tau or _lossDefault(losses, "tau")) if momentum else None
     batch_size = config.batch_size or _lossDefault(losses, "batch_size") or DEFAULT_BATCH_SIZE
-    contrastive = [name for name, loss in classes.items() if loss.NEGATIVES]
-    if contrastive and batch_size < 2:
-        raise UsageError(f"--batch-size {batch_size}: the {contrastive[0]} loss contrasts each frame with the other "
-                         f"frames of its minibatch, which needs 2 or more (its default: "
-                         f"{LOSSES[contrastive[0]].DEFAULTS.get('batch_size', DEFAULT_BATCH_SIZE)})")
+    comparing = [name for name, loss in classes.items() if loss.NEGATIVES or loss.ROW_PAIRS]
+    if comparing and batch_size < 2:
+        name = comparing[0]
+        how = ("contrasts each frame with the other frames" if LOSSES[name].NEGATIVES else
+               "compares pairs of the transitions")
+        raise UsageError(f"--batch-size {batch_size}: the {name} loss {how} of its minibatch, which needs 2 or more "
+                         f"(its default: {LOSSES[name].DEFAULTS.get('batch_size', DEFAULT_BATCH_SIZE)})")
     augment = config.augment or _lossDefault(losses, "augment") or "none"
     if augment == "none" and any(loss.PAIRS and loss.HORIZON == 0 for loss in classes.values()):
         raise UsageError("--augment none: the curl loss contrasts two augmentations of one frame, without augmentation "

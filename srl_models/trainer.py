@@ -357,9 +357,9 @@ def _meanTerms(network: SRLNetwork, data: TrainingData, chunks: list[np.ndarray]
         for name, value in [*terms.items(), ("total", total)]:
             sums[name] = sums.get(name, 0.0) + float(value.detach()) * len(chunk)
         seen += len(chunk)
-        if bar is not None:
-            bar.update(1)
+        if bar is not None:  # (the postfix first: the update's refresh shows it with the count it belongs to)
             bar.set_postfix({name: f"{value / seen:.4g}" for name, value in sums.items()}, refresh=False)
+            bar.update(1)
     return {name: value / max(seen, 1) for name, value in sums.items()}
 
 
@@ -412,6 +412,7 @@ def trainNetwork(network: SRLNetwork, data: TrainingData, train_rows: np.ndarray
     lows: dict[str, float] = {}
     best_state, stale, updates, last_loss = None, 0, 0, ""
     # The bar counts the updates itself; its description names the epoch under way and the last finished one's loss
+    # (the one that picks the best epoch: validation or training); its postfix, the epoch's mean training losses so far
     with tqdm(total=total_updates, disable=not settings.progress, desc="SRL training",
               unit="update", dynamic_ncols=True) as bar:
         for epoch in range(1, epochs + 1):
@@ -435,8 +436,9 @@ def trainNetwork(network: SRLNetwork, data: TrainingData, train_rows: np.ndarray
                 network.eval()
                 with torch.no_grad():
                     on_epoch(history[-1])
-            monitored = val if monitorVal(network, val) else train
-            last_loss = f", last epoch's loss {monitored['total']:.4g}"
+            on_val = monitorVal(network, val)
+            monitored = val if on_val else train
+            last_loss = f", last epoch's {'validation' if on_val else 'training'} loss {monitored['total']:.4g}"
             bar.set_description(f"SRL training (epoch {epoch}/{epochs}{last_loss})")
             if _improves(monitored, lows, network.weights):
                 stale = 0

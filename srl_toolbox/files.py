@@ -318,10 +318,15 @@ def torchLoadFailure(error: BaseException) -> str | None:
     loading it again with ``weights_only=False`` (running code from the file) and runs over several lines.
 
     :param error: what torch.load raised
-    :return: "damaged or not a file of tensors (REASON)", REASON the weights-only unpickler's own line; None for any
-        other error (its message says what is wrong)
+    :return: "damaged or not a file of tensors (REASON)", REASON the weights-only unpickler's own line; for a file
+        cut short (torch's zip reader fails), "damaged or cut short (REASON)", REASON the reader's first sentence (its
+        message goes on with advice over several sentences); None for any other error (its message says what is
+        wrong)
     """
     message = str(error)
+    if "PytorchStreamReader failed" in message:
+        first = message.strip().splitlines()[0].split(". ")[0].rstrip(".")
+        return f"damaged or cut short ({first[:200]})"
     if "Weights only load failed" not in message:
         return None
     _, _, after = message.partition("WeightsUnpickler error:")

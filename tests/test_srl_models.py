@@ -9,6 +9,7 @@ import pickle
 import shutil
 from types import SimpleNamespace
 
+import cv2
 import numpy as np
 import pytest
 import torch
@@ -263,6 +264,12 @@ def test_srl_combination_weighs_the_foreground_by_default(tinyDataset: str, tmp_
                 for model in ("srl_combination", "srl_splits", "vae")}
     assert {model: entry["foreground_weight"] for model, entry in expected.items()} == {
         "srl_combination": 30.0, "srl_splits": 0.0, "vae": 0.0}
+    # a combination without a reconstruction loss weighs no pixel: it records 0, as prepare expects
+    no_pixels = train(tinyDataset, tmp_path / "no_pixels", "--losses", "supervised:1", "inverse:1", "--epochs", "1")
+    assert exp_config(no_pixels)["srl_model"] == "srl_combination"
+    assert exp_config(no_pixels)["foreground_weight"] == 0.0
+    assert trainingSettings(SRLTrainConfig(data_folder=tinyDataset, losses=["supervised:1", "inverse:1"]),
+                            tinyDataset)["foreground_weight"] == 0.0
 
 
 def _context(**kwargs):
@@ -343,6 +350,51 @@ def test_a_loss_of_weight_zero_has_no_say_in_the_best_epoch(tinyDataset: str, im
     assert len(history) == 4
 
 
+class _RecordedBar:
+    """Stands in for tqdm in the trainer: what the bar is told, in order."""
+
+    calls: list[tuple[str, object]] = []
+
+    def __init__(self, **kwargs) -> None:
+        self.calls.clear()
+
+    def __enter__(self) -> _RecordedBar:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        pass
+
+    def set_description(self, text: str, refresh: bool = True) -> None:
+        self.calls.append(("description", text))
+
+    def set_postfix(self, values: dict, refresh: bool = True) -> None:
+        self.calls.append(("postfix", dict(values)))
+
+    def update(self, count: int) -> None:
+        self.calls.append(("update", count))
+
+
+@pytest.mark.parametrize("val_split", [0.25, 0.0])
+def test_the_bar_names_the_loss_that_picks_the_epoch_and_shows_each_updates_means(
+        tinyDataset: str, images: np.ndarray, monkeypatch, val_split: float) -> None:
+    """The description names the last epoch's validation loss (its training loss without held-out episodes); the
+    postfix is set before the count moves, so each refresh shows the means of the updates it counts."""
+    monkeypatch.setattr(trainer_module, "tqdm", _RecordedBar)
+    dataset = Dataset.open(tinyDataset)
+    model = VAEModel(4, (3, IMG, IMG), {})
+    data = TrainingData(images, dataset["episode_starts"], torch.device("cpu"))
+    train_rows, val_rows = splitEpisodes(dataset.episodeIndex(), val_split, 0)
+    history = trainNetwork(model.network, data, train_rows, val_rows,
+                           TrainSettings(epochs=2, batch_size=32, patience=0, progress=True))
+    calls = _RecordedBar.calls
+    updates = [index for index, (kind, _) in enumerate(calls) if kind == "update"]
+    assert updates and all(calls[index - 1][0] == "postfix" for index in updates)
+    last = [value for kind, value in calls if kind == "postfix"][-1]
+    assert float(last["total"]) == pytest.approx(history[-1]["train"]["total"], rel=1e-3)
+    which, losses = ("validation", history[0]["val"]) if val_split else ("training", history[0]["train"])
+    assert ("description", f"SRL training (epoch 2/2, last epoch's {which} loss {losses['total']:.4g})") in calls
+
+
 def test_kept_weights_are_the_best_epochs(tinyDataset: str, images: np.ndarray) -> None:
     """on_epoch sees each epoch's weights; the network ends with those of the epoch bestEpoch names."""
     dataset = Dataset.open(tinyDataset)
@@ -374,6 +426,26 @@ def test_a_missing_frame_is_one_line_without_opencv_s_warning(tinyDataset: str, 
     err = capfd.readouterr().err  # OpenCV writes to the process's stderr: fd level
     assert exit_info.value.code == 2
     assert err == f"error: cannot read image {missing}: the file is missing\n", err
+
+
+def test_a_frame_of_another_size_is_refused_not_resized(tinyDataset: str, tmp_path, capfd) -> None:
+    """A frame whose size is not the dataset's recorded one is a damaged dataset: one line naming the file and both
+    sizes, nothing trained (a frame of the recorded size is still resized to an asked --img-shape)."""
+    data = shutil.copytree(tinyDataset, str(tmp_path / "data"))
+    dataset = Dataset.open(data)
+    _, height, width = dataset.img_shape
+    odd = dataset.imageFile(str(dataset["images_path"][3]), "")
+    cv2.imwrite(odd, np.zeros((height // 2, width // 2, 3), dtype=np.uint8))
+    capfd.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        runCommand(train_module.main, ["--data-folder", data, "--log-folder", str(tmp_path / "logs"),
+                                       "--srl-model", "pca", *COMMON_ARGS])
+    assert exit_info.value.code == 2
+    assert capfd.readouterr().err == (f"error: image {odd} is {height // 2}x{width // 2}, the dataset records "
+                                      f"{height}x{width} images: record it again, or leave it out\n")
+    assert not (tmp_path / "logs").exists()
+    assert Dataset.open(tinyDataset).loadImages([0, 1], (3, 2 * height, 2 * width)).shape == (2, 2 * height,
+                                                                                            2 * width, 3)
 
 
 def test_split_note_says_what_whole_episodes_hold_out() -> None:
@@ -416,6 +488,26 @@ def test_a_weights_file_of_no_tensors_is_named_damaged_without_torch_s_advice(co
     with pytest.raises(ValueError, match=r"is not a readable ars model \(damaged or not a file of tensors \(") as rl:
         ARSModel.readModelFile(str(model_file))
     assert "weights_only" not in str(rl.value)
+
+
+def test_a_weights_file_cut_short_is_one_sentence_not_torch_s_advice(tmp_path) -> None:
+    """torch's zip reader goes on for several sentences of advice: the loaders keep its first, whole."""
+    folder = train(_smallDataset(tmp_path), tmp_path / "srl", "--srl-model", "random")
+    weights = os.path.join(folder, "srl_model.pt")
+    with open(weights, "rb") as handle:
+        head = handle.read(100)
+    with open(weights, "wb") as handle:
+        handle.write(head)
+    with pytest.raises(ValueError) as raised:
+        loadSRLModel(folder)
+    assert str(raised.value) == (f"cannot load the SRL model in {folder!r}: srl_model.pt: RuntimeError: damaged or cut "
+                                 "short (PytorchStreamReader failed reading zip archive: failed finding central "
+                                 "directory)")
+    model_file = tmp_path / "ars_model.pt"
+    model_file.write_bytes(head)
+    with pytest.raises(ValueError, match=r"is not a readable ars model \(damaged or cut short \(PytorchStreamReader "
+                                         r"failed reading zip archive: failed finding central directory\)\)$"):
+        ARSModel.readModelFile(str(model_file))
 
 
 def _smallDataset(tmp_path) -> str:
