@@ -494,20 +494,25 @@ def ray_head():
             stopRayHead(head)
 
 
-def _interruptedSweep(log_dir: str, signum: int, env: dict[str, str], *ray_address: str) -> tuple[int, str]:
+def _interruptedSweep(log_dir: str, signum: int, env: dict[str, str], *ray_address: str,
+                      group: bool = False) -> tuple[int, str]:
     """:return: (exit code, output) of a one-run Ray sweep (of a million steps) sent ``signum`` once the run saved a
-    checkpoint"""
+    checkpoint; with ``group``, sent to the sweep's process group (the sweep leads its own), as timeout and batch
+    schedulers send it"""
     command = [sys.executable, "-m", "rl_baselines.pipeline", "--algo", "ppo2", "--env", ENVS[0], "--srl-model",
                "ground_truth", "--num-iteration", "1", "--log-dir", log_dir, "--no-vis", "--no-progress",
                "--executor", "ray", *ray_address, "--num-timesteps", "1000000", "--checkpoint-freq", "128"]
     process = subprocess.Popen(command, cwd=REPO, env={**os.environ, **env, "PYTHONPATH": REPO},
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=group)
     try:
         deadline = time.time() + 120
         while not glob.glob(os.path.join(log_dir, "*", "*", "*", "*", "checkpoints", "*_steps")) and \
                 time.time() < deadline and process.poll() is None:
             time.sleep(0.1)
-        process.send_signal(signum)
+        if group:
+            os.killpg(process.pid, signum)
+        else:
+            process.send_signal(signum)
         output = process.communicate(timeout=120)[0]
     finally:  # a sweep that did not stop would train its million steps on after the test, in its Ray workers
         if process.poll() is None:
@@ -580,6 +585,21 @@ def test_sigterm_stops_a_ray_sweep_as_ctrl_c_does(tmp_path, ray_head) -> None:
         assert json.load(handle)["counts"]["stopped"] == 1
     run_folder = glob.glob(os.path.join(log_dir, "*", "*", "*", "*"))[0]
     assert runStatus(run_folder) == "resume"
+
+
+def test_sigterm_to_the_process_group_stops_a_sweep_on_its_own_ray_instance(tmp_path) -> None:
+    """A SIGTERM to the sweep's process group (timeout, a batch scheduler) reached its local Ray instance's GCS and
+    raylet too, which shut down at once: the run was killed without a checkpoint and reported lost with the cluster.
+    Ray's processes now start with SIGTERM blocked: the sweep stops as on a Ctrl-C, its run saved."""
+    pytest.importorskip("ray")
+    log_dir = str(tmp_path / "terminated")
+    ray_env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16)}  # (no ~/.ray/auth_token written)
+    code, output = _interruptedSweep(log_dir, signal.SIGTERM, ray_env, group=True)
+    assert code == 130 and "Traceback" not in output, output
+    assert "Ray cluster: local instance (" in output and "was lost" not in output, output
+    assert "stopped by SIGINT (the same command continues it from its last checkpoint)" in output, output
+    run_folder = glob.glob(os.path.join(log_dir, "*", "*", "*", "*"))[0]
+    assert runStatus(run_folder) == "resume" and "Stopped:" in open(os.path.join(run_folder, "train.log")).read()
 
 
 def test_a_sweeps_own_ray_instance_is_new_where_ray_would_find_a_cluster(tmp_path, ray_head) -> None:

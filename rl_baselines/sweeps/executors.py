@@ -370,7 +370,14 @@ def _startLocalRay(ray: Any, **options: Any) -> None:
     """
     try:
         with ctrlCDeferred():
-            ray.init(address="local", **options)
+            # Ray's processes (GCS, raylet, workers) inherit SIGTERM blocked, as Ray blocks SIGINT for them: a SIGTERM
+            # to the sweep's process group (timeout, a batch scheduler) stops the sweep as a Ctrl-C does, its runs
+            # save, instead of shutting the instance down under them (ray.shutdown kills what does not stop)
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+            try:
+                ray.init(address="local", **options)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     except KeyboardInterrupt:
         ray.shutdown()
         raise
