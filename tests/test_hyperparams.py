@@ -18,6 +18,7 @@ from rl_baselines.rl_algorithm.her import BASE_ALGOS
 from rl_baselines.rl_algorithm.off_policy import replaySearchSpace
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.rl_algorithm.torch_base import TorchRLObject
+from rl_baselines.runs.hyperparam_sources import parseHyperparamPairs
 from rl_baselines.runs.train import main
 from rl_baselines.runs.train_checks import baseParser
 from rl_baselines.runs.train_config import TrainConfig
@@ -239,6 +240,7 @@ def test_sb3_and_torch_algorithms_share_one_flag_path() -> None:
 
 def test_none_or_a_positive_number() -> None:
     assert NoneOrPositive("none") == NoneOrPositive("None") == NoneOrPositive(None) == "none"
+    assert NoneOrPositive("null") == NoneOrPositive("NULL") == NoneOrPositive("~") == "none"  # YAML's, as written
     assert NoneOrPositive("none").number is None and plainValue(NoneOrPositive("none")) is None
     assert NoneOrPositive("0.20") == NoneOrPositive(0.2) == "0.2" and plainValue(NoneOrPositive("2e-2")) == 0.02
     assert plainValue(0.5) == 0.5 and plainValue("auto") == "auto"  # any other value as it is
@@ -252,6 +254,11 @@ def test_ppo_value_clipping_and_target_kl_reach_the_library(algo: str) -> None:
     cls = registered_rl[algo][0]
     args = cls.customArguments(baseParser()).parse_args([*GT, "--algo", algo, "--clip-range-vf", "0.2"])
     assert args.hp_clip_range_vf == "0.2"
+    # hyperparams.yaml writes SB3's None as YAML's null: the command line takes that value as it is written
+    copied = cls.customArguments(baseParser()).parse_args([*GT, "--algo", algo, "--clip-range-vf", "null",
+                                                            "--hyperparam", "target_kl:null"])
+    assert copied.hp_clip_range_vf == "none"
+    assert cls.parserHyperParam(parseHyperparamPairs(copied.hyperparam)) == {"target_kl": "none"}
     settings = TrainConfig.fromValues(vars(args)).runSettings()
     given = cls.parserHyperParam({"clip_range_vf": "0.2", "target_kl": "none"})
     kwargs = cls.makeModelKwargs(settings, given, None)

@@ -482,6 +482,31 @@ def test_buffer_save_freq_without_a_buffer_and_min_episodes_save_with_evaluation
     assert not os.listdir(tmp_path)
 
 
+def test_pretraining_settings_without_a_dataset_and_a_missing_unread_srl_config_file_warn(tmp_path) -> None:
+    """--pretrain-epochs/--pretrain-lr without --pretrain-dataset, and an --srl-config-file that does not exist with
+    an observation that reads none (a sweep passes its file to every run), were taken without a word: one warning
+    each; the pretraining's settings are recorded at their defaults, as the run without them records them."""
+    base = ["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--log-dir", str(tmp_path), "--no-vis"]
+    missing = str(tmp_path / "nowhere.yaml")
+    with pytest.warns(UserWarning) as caught:
+        record = train_checks.validate(_parse([*base, "--pretrain-epochs", "5", "--pretrain-lr", "0.1",
+                                               "--srl-config-file", missing]), registered_rl).argsRecord()
+    messages = [str(w.message) for w in caught]
+    assert messages == ["--pretrain-epochs 5 does nothing without --pretrain-dataset",
+                        "--pretrain-lr 0.1 does nothing without --pretrain-dataset",
+                        f"--srl-config-file {missing}: no such file; it is read only to find a learned --srl-model, "
+                        f"not 'ground_truth'"], messages
+    assert (record["pretrain_epochs"], record["pretrain_lr"]) == (10, 0.001)
+    assert otherSettings(specSettings(makeSpec("ppo2", ENV, "ground_truth", 0, ["--pretrain-epochs", "5"],
+                                               str(tmp_path))), record) == []
+    existing = tmp_path / "srl_models.yaml"
+    existing.write_text("{}\n")
+    with warnings.catch_warnings():  # a file that is there, not read by this observation: a sweep's, no warning
+        warnings.simplefilter("error")
+        train_checks.validate(_parse([*base, "--srl-config-file", str(existing)]), registered_rl)
+    assert os.listdir(tmp_path) == ["srl_models.yaml"]
+
+
 @pytest.mark.parametrize("refused", [["--algo", "gail"],  # (no --gail-dataset)
                                      ["--algo", "a2c", "--augment", "shift"],
                                      ["--algo", "a2c", "--log-dir", "/proc/no-such-folder"]])

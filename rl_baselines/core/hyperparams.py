@@ -217,14 +217,15 @@ class NoneOrPositive(str):
     """
     A hyperparameter that is off (``none``) or a positive number, as SB3's ``clip_range_vf`` and ``target_kl`` (None
     or a float there). A str, so that the flag, args.json and hyperparams.yaml keep it as written; :func:`plainValue`
-    gives the library its value.
+    gives the library its value. YAML's nulls (``null``, ``~``), which hyperparams.yaml writes, read as ``none`` on
+    the command line too.
     """
 
     METAVAR = "none|FLOAT"
 
     def __new__(cls, raw: Any) -> NoneOrPositive:
         text = "none" if raw is None else str(raw).strip()
-        if text.lower() == "none":
+        if text.lower() in ("none", "null", "~"):
             return super().__new__(cls, "none")
         try:
             number = float(text)

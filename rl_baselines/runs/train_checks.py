@@ -144,6 +144,10 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     elif args.latest:
         raise UsageError(f"--latest needs a learned --srl-model ({', '.join(learnedModels())}), not "
                          f"{args.srl_model!r}")
+    elif args.srl_config_file is not None and not os.path.isfile(args.srl_config_file):
+        # (a sweep passes its file to every run, so it is not refused where it is not read; a missing one is a slip)
+        warnings.warn(f"--srl-config-file {args.srl_config_file}: no such file; it is read only to find a learned "
+                      f"--srl-model, not {args.srl_model!r}", UsageWarning)
     try:
         hyperparams = algo_class.parserHyperParam(hyperparamStrings(args))
     except ValueError as error:
@@ -209,6 +213,7 @@ def _appliedWithWarnings(args: TrainConfig, algo_class: type) -> dict[str, Any]:
                "min_episodes_save": f"does nothing with --eval-freq {args.eval_freq}: the evaluations choose the best "
                                     "model",
                "buffer_save_freq": f"does nothing: --algo {args.algo} keeps no replay buffer",
+               **{name: "does nothing without --pretrain-dataset" for name in ("pretrain_epochs", "pretrain_lr")},
                **{name: why for name, (_, why) in algo_class.idleOptions(record).items()}}
     for name, why in reasons.items():
         if name in applied and record[name] != applied[name]:

@@ -418,7 +418,8 @@ def appliedSettings(args: Mapping[str, Any]) -> dict[str, Any]:
     :return: those among them that do nothing for the run, at what the run applied (the value a run without the flag
         records): :func:`appliedSwitches`; the :func:`idleSettings` (``img_shape`` None, ``srl_state_scale`` none);
         ``eval_episodes`` at its default without ``--eval-freq``; ``min_episodes_save`` at its default with
-        ``--eval-freq`` (the evaluations choose the best model); ``buffer_save_freq`` at its default for an
+        ``--eval-freq`` (the evaluations choose the best model); ``pretrain_epochs`` and ``pretrain_lr`` at their
+        defaults without ``--pretrain-dataset``; ``buffer_save_freq`` at its default for an
         algorithm that keeps no replay buffer (``BaseRLObject.keepsReplayBuffer``); the algorithm's own flags that
         do nothing for the run at their defaults (``BaseRLObject.idleOptions``); nothing of the algorithm's for one
         not installed
@@ -431,6 +432,8 @@ def appliedSettings(args: Mapping[str, Any]) -> dict[str, Any]:
     freq = args.get("eval_freq")
     unused = "min_episodes_save" if isinstance(freq, int) and freq > 0 else "eval_episodes"  # (best/: evaluations)
     applied[unused] = defaults[unused]
+    if not args.get("pretrain_dataset"):  # (the pretraining's settings: nothing is pretrained without its dataset)
+        applied.update({name: defaults[name] for name in ("pretrain_epochs", "pretrain_lr")})
     algo = registered_rl.get(str(args.get("algo")))
     if algo is not None:
         algo_class = algo[0]
