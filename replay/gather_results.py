@@ -87,8 +87,9 @@ def buildParser() -> CLIParser:
     result.add_argument("--episode-window", type=positiveInt, default=100,
                         help="episodes averaged for a run's reward and for the threshold [100]")
     result.add_argument("--threshold", type=finiteFloat, default=None,
-                        help="mean reward counted as solved, for every env [per env: --threshold-fraction of ground "
-                             "truth's mean final reward when the folder has ground-truth runs of it, else "
+                        help="mean reward counted as solved, for every env [per env and algorithm: "
+                             "--threshold-fraction of ground truth's mean final reward when the folder has "
+                             "ground-truth runs of that env and algorithm, else "
                              f"{', '.join(f'{k} {v:g}' for k, v in DEFAULT_THRESHOLDS.items())}; others none]")
     result.add_argument("--threshold-fraction", type=fraction, default=GROUND_TRUTH_FRACTION, metavar="F",
                         help="threshold of an env with ground-truth runs, as a fraction of their mean final reward "

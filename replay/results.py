@@ -176,7 +176,7 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
         evaluations), or a group_by key is missing
     """
     if not os.path.isdir(log_dir):
-        raise UsageError(f"--log-dir {log_dir!r} is not a folder")
+        raise UsageError(f"-i/--log-dir {log_dir!r} is not a folder")  # (the flag of the commands that walk runs)
     runs, empty, failed, stopped, unreadable, searches = [], [], [], [], [], []
     for folder, subfolders, files in os.walk(log_dir):
         searches += [os.path.join(folder, d) for d in sorted(subfolders) if d in SKIPPED_FOLDERS]

@@ -199,7 +199,8 @@ def test_bad_inputs(runs, tmp_path, capsys, monkeypatch):
     empty = tmp_path / "empty"
     empty.mkdir()
     assertUsage(runModule("replay.gather_results", "--log-dir", empty), "no run with a finished episode")
-    assertUsage(inProcess(gather_results.main, "--log-dir", tmp_path / "missing"), "is not a folder")
+    assertUsage(inProcess(gather_results.main, "--log-dir", tmp_path / "missing"),
+                f"-i/--log-dir '{tmp_path / 'missing'}' is not a folder")
     out = tmp_path / "out"
     assertUsage(inProcess(gather_results.main, "--log-dir", runs["log_dir"], "--welch-test", "vae",
                            "--output-dir", out), "--welch-test 'vae' is no SRL model or algorithm of these runs; "

@@ -4,6 +4,8 @@ executor flags handed to the pipeline, and 90% of ground truth's final reward as
 (the benchmark on a Ray instance: tests/test_pipeline_ray.py, sharing its Ray head)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from conftest import runModule
@@ -179,6 +181,9 @@ def test_the_section_of_an_env_without_a_plan_has_no_paper_column(tmp_path, monk
     assert row.count("|") == header.count("|")
     # nor the planned tasks' budgets and the paper's settings, which are about other envs
     assert "Step budgets:" not in section and "Paper: " not in section and "Here vs paper" not in section
+    # the bench folder lies outside the repository, in the current directory: the commands ran there, with paths
+    # relative to it, and the section says so (it said "from the repository root")
+    assert f"Commands (from {os.getcwd()}):" in section and "--log-dir bench/runs" in section, section
 
 
 def test_an_arm_without_a_plan_runs_with_force_down_as_its_dataset() -> None:

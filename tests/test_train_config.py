@@ -41,6 +41,9 @@ def _parse(argv: list[str]) -> TrainConfig:
 def test_every_flag_of_the_shared_parser_has_a_typed_field() -> None:
     dests = {action.dest for action in train_checks.baseParser()._actions if action.dest not in ("help", "version")}
     assert dests == set(TrainConfig.flagFields())
+    # a default that a word stands for is shown as the word (0 is --torch-threads auto's number)
+    threads = next(action for action in train_checks.baseParser()._actions if action.dest == "torch_threads")
+    assert threads.help.endswith("recorded [auto]") and "[0]" not in threads.help
 
 
 def test_validate_builds_a_frozen_config_and_leaves_the_arguments_alone(tmp_path) -> None:

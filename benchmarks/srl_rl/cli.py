@@ -174,7 +174,8 @@ def buildParser() -> CLIParser:
     parser.add_argument("--report-only", action="store_true", help="run nothing: write the section and the figures "
                         "from the finished runs")
     parser.add_argument("--no-doc", action="store_true", help="print the section instead of writing it, and draw (and "
-                        "link) no figure unless --image-dir is given")
+                        "link) no figure unless --image-dir is given; the finished runs are archived all the same "
+                        "(--runs-file: a trial run names its own, or takes --quick)")
     addResultsArguments(parser, "the speed table")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars in prepare and the pipeline")
     parser.add_argument("--quick", action="store_true", help="tiny datasets and budgets, 2 seeds, 3 observations, in "

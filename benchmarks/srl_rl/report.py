@@ -207,7 +207,8 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
         *([BUDGET_NOTE, "", ANCHOR_NOTE, ""] if planned else []),
         f"- Machine of this invocation (archived runs: their own machines, in each task's line): {facts['machine']}",
         f"- Wall time of the benchmark: {facts['wall']}", "",
-        "Commands (from the repository root):", "", "```bash", *facts["commands"], "```", "",
+        f"Commands (from {facts.get('commands_in', 'the repository root')}):", "", "```bash", *facts["commands"],
+        "```", "",
         *([facts["renderer"], ""] if facts.get("renderer") else []),
     ]
     for plan in env_plans:
@@ -380,6 +381,10 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
     facts = {"command": command, "seeds": settings.seeds, "envs": settings.envs, "machine": machine, "wall": wall,
              "ground_truth_seeds": {plan.task: count for plan, count in settings.groundTruthSeeds(reported).items()},
              "thresholds": thresholds, "commands": commands, "archived": notes_archive, "continued": notes_continued,
+             # where the commands ran (their paths are relative to it): the repository root, or the folder the bench
+             # folder lies in outside it (Settings.base)
+             "commands_in": ("the repository root" if os.path.abspath(settings.base) == ROOT
+                             else os.path.abspath(settings.base)),
              "archive": displayPath(settings.archive_file) if settings.archive_file else None,
              "variants": {name: VARIANTS[name].description for name in settings.observations if name in VARIANTS},
              "overview": overview, "comparisons": comparisons, "unplanned": unplanned,

@@ -188,7 +188,7 @@ class TrainConfig:
                                  "set: the pipeline and the search set it for their runs; else every usable core; "
                                  "a2c, acktr, acer, ppo_lstm, and maskable_ppo with --features-extractor medium or "
                                  "small: 1; ppo2 trains its CNN in a shard per thread), else 1; resolved by validation "
-                                 "and recorded",
+                                 "and recorded [auto]",
                                  parse=parseThreads, metavar="N|auto")
     tensorboard_log: str | None = setting(None, "also write a tensorboard log, in DIR/<env>_<srl-model>_<algo>_<run "
                                           "folder name>/ (_2, ... where another run's has that name; episode "
