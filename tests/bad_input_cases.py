@@ -196,6 +196,8 @@ CASES = [
     ("pipeline-ray-address-nothing-answers", PIPELINE, [*GT, "--executor", "ray", "--ray-address", "127.0.0.1:1"],
      ["--ray-address 127.0.0.1:1", "nothing answers there", "ray start --head", "leave --ray-address out"]),
     ("pipeline-bad-train-flag", PIPELINE, [*GT, "--num-timesteps", "0"], ["--num-timesteps", "'0'"]),
+    ("pipeline-budget-below-one-evaluation", PIPELINE, [*GT, "--num-timesteps", "500", "--eval-freq", "1000"],
+     ["--eval-freq 1000 is more than --num-timesteps 500", "no run would evaluate"]),
     ("pipeline-zero-iterations", PIPELINE, [*GT, "--num-iteration", "0"], ["--num-iteration", "'0'"]),
     ("pipeline-last-seed-above-2-32", PIPELINE, [*GT, "--seed", "4294967295", "--num-iteration", "2"],
      ["--seed 4294967295", "--num-iteration 2", "4294967296"]),

@@ -389,6 +389,9 @@ def _combinationProblem(algo: str, env: str, srl_model: str, train_args: Sequenc
                 return f"{flag} cannot be passed"
         # writes nothing; resolves learned SRL models through config/srl_models.yaml
         validate(TrainConfig.fromValues(args), registered_rl)
+        if 0 < args["eval_freq"] > args["num_timesteps"]:  # (train warns at its start, in the run's train.log only)
+            return (f"--eval-freq {args['eval_freq']} is more than --num-timesteps {args['num_timesteps']}: no run "
+                    f"would evaluate; lower --eval-freq or raise --num-timesteps")
     except UsageError as error:
         return str(error)
     return None
