@@ -155,6 +155,27 @@ def test_a_stop_while_a_trial_reports_or_starts_comes_after_the_study_is_written
     assert done == ["done"]
     assert "trial_dir" in trial.user_attrs  # (written after the sampling, in the same held-back block)
     assert trial.user_attrs["error"] == "interrupted"
+    # stopped before its run began (its process wrote nothing): no empty trial folder is left behind
+    assert not os.path.exists(trial.user_attrs["trial_dir"]) and os.listdir(config.output_dir) == []
+
+
+def test_a_stopped_trial_leaves_no_half_written_checkpoint_nor_an_empty_folder(tmp_path) -> None:
+    """A trial stopped by SIGKILL (pruned, interrupted) during a checkpoint's save left its partial folder, and one
+    stopped as it started an empty trial folder (or one holding an empty train.log): both are deleted; a trial's run
+    and its log are kept."""
+    run = tmp_path / "trial_0000" / ENV / "ground_truth" / "ppo2" / "run"
+    (run / "checkpoints" / ".845_steps.partial-d2fcd706").mkdir(parents=True)
+    (run / "checkpoints" / "512_steps").mkdir()
+    (tmp_path / "trial_0000" / "train.log").write_text("Run folder: ...\n")
+    search_trials.tidyStoppedTrial(str(tmp_path / "trial_0000"))
+    assert os.listdir(run / "checkpoints") == ["512_steps"]
+    for number, log in ((1, None), (2, ""), (3, "Traceback ...\n")):
+        folder = tmp_path / f"trial_000{number}"
+        folder.mkdir()
+        if log is not None:
+            (folder / "train.log").write_text(log)
+        search_trials.tidyStoppedTrial(str(folder))
+    assert sorted(os.listdir(tmp_path)) == ["trial_0000", "trial_0003"]
 
 
 class _SleepingProcess:

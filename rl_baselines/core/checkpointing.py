@@ -59,7 +59,7 @@ from rl_baselines.core.manifests import readManifest as readManifest
 from rl_baselines.core.manifests import saveModel as saveModel
 from rl_baselines.core.manifests import sha256File as sha256File
 from rl_baselines.core.manifests import writeManifest as writeManifest
-from rl_baselines.core.run_folder import MONITOR_SUFFIX, RunFolder
+from rl_baselines.core.run_folder import MONITOR_SUFFIX, PARTIAL_CHECKPOINT_MARK, RunFolder
 from rl_baselines.core.training_state import (
     FRAME_STACK_FILE,
     RNG_FILE,
@@ -78,7 +78,6 @@ TRAINING_STATE_DIR = "training_state"
 REPLAY_BUFFER_DIR = "replay_buffer"
 RUN_STATE_FILE = "run_state.json"
 _CHECKPOINT_NAME = re.compile(r"^(\d+)_steps$")
-_PARTIAL_MARK = ".partial-"
 
 
 def bestToState(best_mean_reward: float) -> float | None:
@@ -152,7 +151,7 @@ def _newPartialFolder(parent: str, num_timesteps: int) -> str:
     """:return: a new folder for a checkpoint being written, made with the umask's permissions as the run's other
     folders (mkdtemp's would be private, 0o700: other users could not replay the checkpoints)"""
     while True:
-        folder = os.path.join(parent, f".{num_timesteps}_steps{_PARTIAL_MARK}{secrets.token_hex(4)}")
+        folder = os.path.join(parent, f".{num_timesteps}_steps{PARTIAL_CHECKPOINT_MARK}{secrets.token_hex(4)}")
         try:
             os.mkdir(folder, 0o777)
             return folder
@@ -182,15 +181,6 @@ def listCheckpoints(run_dir: str) -> list[tuple[int, str]]:
     """
     return [(steps, folder) for steps, folder in checkpointFolders(run_dir)
             if os.path.isfile(os.path.join(folder, MANIFEST_FILE))]
-
-
-def removePartialCheckpoints(run_dir: str) -> int:
-    """:return: how many unfinished checkpoint folders (a save cut by a kill) were deleted"""
-    parent = RunFolder(run_dir).checkpoints_dir
-    partial = [name for name in os.listdir(parent) if _PARTIAL_MARK in name] if os.path.isdir(parent) else []
-    for name in partial:
-        shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
-    return len(partial)
 
 
 def _fsyncTree(folder: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
+import shutil
 import warnings
 from typing import Any
 
@@ -33,6 +34,7 @@ LEARNING_CURVE_FILE = "learning_curve.png"
 EVALUATIONS_FILE = "evaluations.npz"
 HYPERPARAMS_FILE = "hyperparams.yaml"
 CHECKPOINTS_DIR = "checkpoints"
+PARTIAL_CHECKPOINT_MARK = ".partial-"  # in the name of a checkpoint folder still being written
 # The best model so far (by evaluation with --eval-freq, else by mean training reward), saved as the latest is
 BEST_DIR = "best"
 DAMAGED_CHECKPOINTS_DIR = "damaged_checkpoints"
@@ -120,6 +122,16 @@ class RunFolder:
     def checkpoints_dir(self) -> str:
         """:return: the folder of the periodic checkpoints"""
         return os.path.join(self.path, CHECKPOINTS_DIR)
+
+    def removePartialCheckpoints(self) -> int:
+        """:return: how many unfinished checkpoint folders (``.<N>_steps.partial-XXXX``: a save cut by a kill) were
+        deleted"""
+        parent = self.checkpoints_dir
+        partial = [name for name in os.listdir(parent) if PARTIAL_CHECKPOINT_MARK in name] if os.path.isdir(
+            parent) else []
+        for name in partial:
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+        return len(partial)
 
     @property
     def damaged_checkpoints_dir(self) -> str:

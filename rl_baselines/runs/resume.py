@@ -50,7 +50,6 @@ from rl_baselines.core.checkpointing import (
     checkpointFolders,
     listCheckpoints,
     readManifest,
-    removePartialCheckpoints,
 )
 from rl_baselines.core.registry import algoChoicesText, registered_rl
 from rl_baselines.core.run_folder import (
@@ -559,7 +558,7 @@ def applyPlan(plan: ResumePlan, config: TrainConfig) -> TrainConfig:
     monitor_dir = run_folder.monitor_dir
     _recordMovedSRLModel(plan)
     config = config.replace(env_kwargs={**config.env_kwargs, **recordedPhysicsKeywords(run_dir, config.env)})
-    removePartialCheckpoints(run_dir)
+    RunFolder(run_dir).removePartialCheckpoints()
     removeTemporaries(run_dir, skip=(DAMAGED_CHECKPOINTS_DIR,))  # (the run's lock is held: no save is under way)
     plan.moved = [Checkpoint(folder).moveAside(run_dir) for folder, _ in plan.damaged]
     if plan.state == "restart":

@@ -35,6 +35,7 @@ import glob
 import math
 import multiprocessing
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -283,6 +284,22 @@ def _stopChild(child: subprocess.Popen) -> None:
     child.wait(30)
 
 
+def tidyStoppedTrial(folder: str) -> None:
+    """
+    After a trial's train process ended otherwise than by finishing (pruned or interrupted: SIGKILLed; failed):
+    delete the checkpoint a save it was making left half-written, and the trial's folder itself when its run had not
+    begun (nothing in it but an empty train.log: stopped as it started).
+
+    :param folder: the trial's folder (its run lies in ``<folder>/<env>/<observation>/<algo>/<run>/``)
+    """
+    for run_dir in glob.glob(os.path.join(glob.escape(folder), "*", "*", "*", "*")):
+        RunFolder(run_dir).removePartialCheckpoints()
+    names = os.listdir(folder) if os.path.isdir(folder) else None
+    log = os.path.join(folder, "train.log")
+    if names == [] or (names == ["train.log"] and os.path.getsize(log) == 0):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 class TrialObjective:
     """
     The Optuna objective: one train run per trial, in a subprocess.
@@ -348,11 +365,14 @@ class TrialObjective:
         :raises optuna.TrialPruned: the pruner stopped it
         :raises TrialFailed: the run failed or finished no episode
         """
+        folder = None
         try:
             with ctrlCDeferred():  # (writes to the study: a stop is taken after them)
                 params, folder = self._start(trial)
         except KeyboardInterrupt:  # (it came as the trial started: recorded as one that was running)
             trial.set_user_attr("error", "interrupted")
+            if folder is not None:  # (made, still empty)
+                tidyStoppedTrial(folder)
             raise
         log_path = os.path.join(folder, "train.log")
         with open(log_path, "w", encoding="utf-8") as log:
@@ -392,6 +412,8 @@ class TrialObjective:
         finally:
             _stopChild(child)
             watch.close()
+            if child.returncode != 0:
+                tidyStoppedTrial(folder)
         if child.returncode != 0:
             why = killedBy(child.returncode) or lastLogError(log_path)
             message = f"train exited with code {child.returncode}: {why} (log: {log_path})"
