@@ -66,7 +66,7 @@ from srl_toolbox.cli import (
 )
 from srl_toolbox.devices import parseDevice, reuseDevice
 from srl_toolbox.files import atomicPath, readJson
-from srl_toolbox.signals import ctrlCTaken
+from srl_toolbox.signals import ctrlCDeferred, ctrlCTaken
 from srl_toolbox.terminal import HeldWarnings
 
 VIDEO_FORMATS = (".gif", ".mp4")
@@ -487,19 +487,20 @@ def play(argv: Sequence[str] | None = None) -> int:
             kwargs = {"deterministic": True} if args.deterministic else {}
             action = agent.getAction(observation, dones, **kwargs, **actionMaskKeywords(agent, env))
             observation, rewards, dones, _ = env.step(action)
-            running += rewards
-            steps += env.num_envs
-            bar.update(min(env.num_envs, args.num_timesteps - bar.n))
-            if video is not None:  # the frame the agent acted on, with what that action earned
-                video.add(captionFrame(frame, [f"step {episode_step} (episode {episode + 1})",
-                                               f"reward {rewards[0]:+.2f}  return {running[0]:+.2f}"]))
-            episode, episode_step = (episode + 1, 0) if dones[0] else (episode, episode_step + 1)
-            if plotting is not None:
-                plotting.afterStep(action, rewards, dones)
-            for index in np.flatnonzero(dones):
-                episode_rewards.append(float(running[index]))
-                running[index] = 0.0
-                bar.write(episodeLine(episode_rewards))
+            with ctrlCDeferred():  # a step played is counted whole: its frame, its plots' rows, its episode ends
+                running += rewards
+                steps += env.num_envs
+                bar.update(min(env.num_envs, args.num_timesteps - bar.n))
+                if video is not None:  # the frame the agent acted on, with what that action earned
+                    video.add(captionFrame(frame, [f"step {episode_step} (episode {episode + 1})",
+                                                   f"reward {rewards[0]:+.2f}  return {running[0]:+.2f}"]))
+                episode, episode_step = (episode + 1, 0) if dones[0] else (episode, episode_step + 1)
+                if plotting is not None:
+                    plotting.afterStep(action, rewards, dones)
+                for index in np.flatnonzero(dones):
+                    episode_rewards.append(float(running[index]))
+                    running[index] = 0.0
+                    bar.write(episodeLine(episode_rewards))
     except KeyboardInterrupt:  # e.g. watching with --render: keep what was played
         bar.write(f"Interrupted after {steps} steps")
         interrupted = True
