@@ -15,6 +15,7 @@ import time
 import numpy as np
 import pytest
 from conftest import REPO, sigintIgnoringProcess
+from PIL import Image
 
 from replay import enjoy_baselines, replay_plots
 from replay.visdom_server import findFreePort
@@ -149,3 +150,42 @@ def test_a_replay_started_with_sigint_ignored_stops_on_one(tmp_path, trainedRun)
     assert process.returncode == INTERRUPTED_EXIT_CODE, (out, err)
     assert "Traceback" not in err and "Interrupted after" in out, (out, err)
     assert os.listdir(tmp_path) == ["replay.mp4"]
+
+
+def test_a_ctrl_c_keeps_what_was_played_and_exits_130(tmp_path, trainedRun, monkeypatch, capsys):
+    """A Ctrl-C during the replay wrote the video of the steps played but exited 0, as a whole replay does."""
+    original, calls = enjoy_baselines.actionMaskKeywords, []
+
+    def ctrlCAtTheFourthStep(*args):  # called once per step, just before the agent acts
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return original(*args)
+
+    monkeypatch.setattr(enjoy_baselines, "actionMaskKeywords", ctrlCAtTheFourthStep)
+    gif = tmp_path / "cut.gif"
+    assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "50", "--video", str(gif),
+                                 "--no-progress"]) == 130
+    assert "Interrupted after 3 steps" in capsys.readouterr().out
+    with Image.open(gif) as image:
+        assert image.n_frames == 3
+
+
+def test_a_ctrl_c_as_a_step_is_counted_keeps_its_frame(tmp_path, trainedRun, monkeypatch, capsys):
+    """A SIGINT that came while a played step was being counted (its frame captioned) cut it half-counted: "Interrupted
+    after 4 steps" over a video of 3 frames. The step is counted whole, then the replay stops."""
+    original, calls = enjoy_baselines.captionFrame, []
+
+    def sigintAtTheFourthCaption(*args):
+        calls.append(1)
+        if len(calls) == 4:
+            os.kill(os.getpid(), signal.SIGINT)
+        return original(*args)
+
+    monkeypatch.setattr(enjoy_baselines, "captionFrame", sigintAtTheFourthCaption)
+    gif = tmp_path / "cut.gif"
+    assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "50", "--video", str(gif),
+                                 "--no-progress"]) == 130
+    assert "Interrupted after 4 steps" in capsys.readouterr().out
+    with Image.open(gif) as image:
+        assert image.n_frames == 4

@@ -7,7 +7,6 @@ import ctypes.util
 import json
 import os
 import shutil
-import signal
 import sys
 
 import cv2
@@ -318,45 +317,6 @@ def test_a_video_plays_in_real_time_by_default(tmp_path, trainedRun):
     assert enjoy_baselines.realTimeRate(FakeVecEnv({"render_fps": 10}), 4) == 2.5  # one frame per 4 env steps
     assert enjoy_baselines.realTimeRate(FakeVecEnv({}), 1) == 20
     assert enjoy_baselines.realTimeRate(FakeVecEnv({"render_fps": 500}), 1) == enjoy_baselines.MAX_GIF_FPS
-
-
-def test_a_ctrl_c_keeps_what_was_played_and_exits_130(tmp_path, trainedRun, monkeypatch, capsys):
-    """A Ctrl-C during the replay wrote the video of the steps played but exited 0, as a whole replay does."""
-    original, calls = enjoy_baselines.actionMaskKeywords, []
-
-    def ctrlCAtTheFourthStep(*args):  # called once per step, just before the agent acts
-        calls.append(1)
-        if len(calls) == 4:
-            raise KeyboardInterrupt
-        return original(*args)
-
-    monkeypatch.setattr(enjoy_baselines, "actionMaskKeywords", ctrlCAtTheFourthStep)
-    gif = tmp_path / "cut.gif"
-    assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "50", "--video", str(gif),
-                                 "--no-progress"]) == 130
-    assert "Interrupted after 3 steps" in capsys.readouterr().out
-    with Image.open(gif) as image:
-        assert image.n_frames == 3
-
-
-def test_a_ctrl_c_as_a_step_is_counted_keeps_its_frame(tmp_path, trainedRun, monkeypatch, capsys):
-    """A SIGINT that came while a played step was being counted (its frame captioned) cut it half-counted: "Interrupted
-    after 4 steps" over a video of 3 frames. The step is counted whole, then the replay stops."""
-    original, calls = enjoy_baselines.captionFrame, []
-
-    def sigintAtTheFourthCaption(*args):
-        calls.append(1)
-        if len(calls) == 4:
-            os.kill(os.getpid(), signal.SIGINT)
-        return original(*args)
-
-    monkeypatch.setattr(enjoy_baselines, "captionFrame", sigintAtTheFourthCaption)
-    gif = tmp_path / "cut.gif"
-    assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "50", "--video", str(gif),
-                                 "--no-progress"]) == 130
-    assert "Interrupted after 4 steps" in capsys.readouterr().out
-    with Image.open(gif) as image:
-        assert image.n_frames == 4
 
 
 def test_an_mp4_is_written_as_it_is_played(tmp_path, trainedRun, monkeypatch, capsys):
