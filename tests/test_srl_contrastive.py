@@ -369,7 +369,8 @@ BAD_INPUTS = [
                                                   "frames of its minibatch, which needs 2 or more (its default: 256)"),
     (["--srl-model", "curl", "--batch-size", "1"], "--batch-size 1: the curl loss contrasts"),
     (["--srl-model", "robotic_priors", "--batch-size", "1"],
-     "--batch-size 1: the robotic_priors loss compares pairs of the transitions of its minibatch, which needs 2 or more"),
+     "--batch-size 1: the robotic_priors loss compares pairs of the transitions of its minibatch, which needs 2 or "
+     "more"),
     (["--srl-model", "vae", "--horizon", "3"], "--horizon 3: only the atc loss reads pairs at a chosen distance"),
     (["--srl-model", "vae", "--tau", "0.1"], "--tau 0.1: only the atc, curl losses have a momentum target"),
     (["--srl-model", "atc", "--tau", "2"], "--tau 2 must be in (0, 1]"),
