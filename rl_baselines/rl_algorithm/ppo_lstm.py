@@ -173,6 +173,7 @@ class PPOLSTMModel(StableBaselinesRLObject):
         """
 
         policy = self.model.policy
+        policy.set_training_mode(False)  # as SB3's predict
         states, episode_starts = self._stepInputs(observation, dones)
         if states is None:
             n_layers, _, hidden_size = policy.lstm_hidden_state_shape

@@ -409,6 +409,7 @@ class StableBaselinesRLObject(BaseRLObject):
 
     def getActionProba(self, observation: np.ndarray, dones: np.ndarray | None = None) -> np.ndarray:
         policy = self.model.policy
+        policy.set_training_mode(False)  # as SB3's predict: a BatchNorm (CrossQ's) must not learn from these
         obs_tensor, _ = policy.obs_to_tensor(observation)
         with torch.no_grad():
             distribution = policy.get_distribution(obs_tensor).distribution
