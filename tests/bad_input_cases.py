@@ -488,7 +488,7 @@ CATEGORIES = {
         "aggregate-folder-inside-a-run", "generator-policy-inside-a-run", "compare-missing-npz", "compare-corrupt-npz",
         "compare-foreign-npz", "train-gail-without-dataset", "train-gail-dataset-of-other-env"],
     "incompatible combination": [
-        "srl-train-model-computed-by-the-env",
+        "srl-train-model-computed-by-the-env", "pipeline-budget-below-one-evaluation",
         "train-rollout-of-one-sample",
         "train-joints-without-joints", "train-continuous-on-discrete-algo", "gather-threshold-and-fraction",
         "gather-training-rewards-of-evaluations-only",

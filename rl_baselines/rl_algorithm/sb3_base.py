@@ -155,6 +155,22 @@ class StableBaselinesRLObject(BaseRLObject):
         addFeaturesExtractorFlags(group, cls.DEFAULT_FEATURES_EXTRACTOR, cls.DEFAULT_PRECISION)
         return parser
 
+    @classmethod
+    def checkSettings(cls, settings: Any) -> Any:
+        """
+        Also refuses raw pixels where the SB3 class has no policy on images (:data:`POLICIES`' ``pixels`` missing
+        from its ``policy_aliases``: sb3-contrib's CrossQ, ARS), before anything is written.
+
+        :param settings: the run's settings (a RunSettings or a TrainConfig)
+        :raises ValueError: one line naming the algorithm and the observations it takes
+        """
+        policy, sb3_class = cls.POLICIES["pixels"], getattr(cls, "SB3_CLASS", None)
+        if getattr(settings, "srl_model", None) == "raw_pixels" and sb3_class is not None and \
+                policy not in getattr(sb3_class, "policy_aliases", {}):
+            raise ValueError(f"--srl-model raw_pixels: --algo {cls.NAME} learns with {sb3_class.__name__}, which has "
+                             f"no {policy} (no policy on images); give it a state: ground_truth or a learned SRL model")
+        return super().checkSettings(settings)
+
     def seedActionSampling(self, seed: int) -> None:
         """torch's generator, and what SB3's epsilon-greedy predict (dqn, qrdqn) draws from: NumPy's global generator
         and the model's action space."""

@@ -1,10 +1,14 @@
-"""getActionProba (what replay's --plotting draws) computes with the policy in evaluation mode, as SB3's predict
-does: CrossQ's BatchNorm layers, left in training mode, took the running statistics of a batch of one observation,
-which became NaN, and the replay's next action raised (a third-party plugin wrapping sb3-contrib's CrossQ)."""
+"""What a plugin wrapping an SB3 class gets right without code of its own: getActionProba (what replay's
+--plotting draws) computes with the policy in evaluation mode, as SB3's predict does (CrossQ's batch-normalising
+layers, left in training mode, took the statistics of a batch of one observation, which became NaN, and the replay's
+next action raised); raw pixels are refused before anything is written where the SB3 class has no policy on images."""
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import gymnasium as gym
 import numpy as np
+import pytest
 import sb3_contrib
 import torch
 from stable_baselines3 import PPO
@@ -62,3 +66,14 @@ def test_the_action_probabilities_leave_the_batch_statistics_alone() -> None:
     probabilities = wrapper.getActionProba(np.array([[0.1, 0.0, -0.1, 0.2]], dtype=np.float32))
     assert probabilities.shape == (1, 2) and np.all(np.isfinite(probabilities))
     assert torch.equal(batch_norm.running_mean, before[0]) and torch.equal(batch_norm.running_var, before[1])
+
+
+def test_raw_pixels_are_refused_where_the_sb3_class_has_no_policy_on_images() -> None:
+    """A plugin wrapping CrossQ (no CnnPolicy) failed on raw pixels with a KeyError traceback, its run folder written:
+    its settings are refused in one line before anything is written."""
+    pixels, state = SimpleNamespace(srl_model="raw_pixels"), SimpleNamespace(srl_model="ground_truth")
+    with pytest.raises(ValueError, match=r"^--srl-model raw_pixels: --algo crossq_test learns with CrossQ, which has "
+                                         r"no CnnPolicy \(no policy on images\); give it a state: ground_truth or a "
+                                         r"learned SRL model$"):
+        _CrossQ.checkSettings(pixels)
+    assert _CrossQ.checkSettings(state) is None and _PPO.checkSettings(pixels) is None
