@@ -448,6 +448,22 @@ def test_features_extractor_on_a_state_is_recorded_as_applied(tmp_path) -> None:
     assert train_checks.validate(_parse(pixels), registered_rl).argsRecord()["features_extractor"] == "small"
 
 
+@pytest.mark.parametrize("skipped", ["algo", "env"])
+def test_help_prints_where_the_default_algorithm_or_env_was_skipped(skipped, monkeypatch, capsys) -> None:
+    """A plugin of the default algorithm's (or env's) name, skipped (two entry points declared it), left train --help
+    refusing with "unknown --algo 'ppo2' (the default --algo; skipped ...)": --help prints the help."""
+    if skipped == "algo":
+        monkeypatch.delitem(registered_rl, train.DEFAULT_ALGO)
+    else:
+        monkeypatch.delitem(train.registered_env, train.DEFAULT_ENV)
+    with pytest.raises(SystemExit) as exit_info:
+        train.parseCommand(["--help"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: python -m rl_baselines.train")
+    with pytest.raises(UsageError, match=f"unknown --{skipped} '"):  # (a command that trains is still refused)
+        train.parseCommand(["--num-timesteps", "10"])
+
+
 def test_eval_episodes_without_evaluations_is_recorded_as_applied(tmp_path) -> None:
     """--eval-episodes 3 without --eval-freq: train warned that it does nothing, yet args.json recorded 3. It records
     the default, as the run without it does, and the sweeps' recorded settings read either record as the command's."""

@@ -90,16 +90,19 @@ def parseCommand(argv: Sequence[str]) -> tuple[TrainConfig, Any, type]:
         run's own
     :raises UsageError: unknown algorithm, bad flags, a run that cannot be resumed
     """
-    pre_parser = baseParser(add_help=False, algo_names=list(registered_rl), env_ids=sorted(registered_env),
-                            srl_models=list(registeredSRL()))
+    names = {"algo_names": list(registered_rl), "env_ids": sorted(registered_env), "srl_models": list(registeredSRL())}
+    pre_parser = baseParser(add_help=False, **names)
+    pre_parser.add_argument("-h", "--help", action="store_true", dest="wants_help")
     pre_parser.set_defaults(algo=None, env=None)  # None: the flag was left out (the messages say "the default")
     pre_args, _ = pre_parser.parse_known_args(argv)
     if pre_args.resume is not None:
         args, plan = loadResumeArgs(argv, registered_rl, baseParser)
         return args, plan, (registered_rl[args.algo][0] if plan.state != "finished" else None)
+    if pre_args.wants_help and pre_args.algo is None and DEFAULT_ALGO not in registered_rl:
+        baseParser(**names).parse_args(["--help"])  # (the default algorithm was skipped: the shared flags' help)
     algo_class = algorithmClass(pre_args.algo or DEFAULT_ALGO, default=pre_args.algo is None)
     env = pre_args.env or DEFAULT_ENV
-    if env not in registered_env:
+    if env not in registered_env and not pre_args.wants_help:
         raise UsageError(unknownEnvText(env, default=DEFAULT_ENV if pre_args.env is None else None))
     return TrainConfig.fromValues(vars(algorithmParser(algo_class).parse_args(argv))), None, algo_class
 
