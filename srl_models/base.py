@@ -161,8 +161,13 @@ def missingWeights(folder: str, config: dict[str, Any]) -> list[str]:
     :param folder: a model folder
     :param config: its exp_config.json
     :return: the weights files its exp_config lists that are not in the folder
+    :raises ValueError: ``weights`` is not a list of file names (a plugin's exp_config giving one name as a string)
     """
-    return [name for name in config.get("weights", []) if not os.path.isfile(os.path.join(folder, name))]
+    weights = config.get("weights", [])
+    if not isinstance(weights, list) or not all(isinstance(name, str) for name in weights):
+        raise ValueError(f"{folder!r}: exp_config.json's weights must be a list of file names in the folder, not "
+                         f"{weights!r}")
+    return [name for name in weights if not os.path.isfile(os.path.join(folder, name))]
 
 
 def modelRecipe(folder: str) -> str:

@@ -337,9 +337,14 @@ def findTrainedModel(log_folder: str, dataset_folder: str, expected: dict[str, A
         if all(config.get(key) == value for key, value in expected.items()):
             found.append((os.path.getmtime(os.path.join(folder, FINISHED_FILES[-1])), folder, config))
     for _, folder, config in sorted(found, key=lambda entry: entry[:2], reverse=True):
-        missing = missingWeights(folder, config)
+        try:
+            missing, unreadable = missingWeights(folder, config), None
+        except ValueError as error:  # (an exp_config edited by hand)
+            missing, unreadable = [], str(error)
         recorded = config.get(DATASET_FINGERPRINT_KEY)
-        if missing:
+        if unreadable is not None:
+            reason = unreadable
+        elif missing:
             reason = f"{folder} lacks its weights file(s): {', '.join(missing)}"
         elif fingerprint and recorded and recorded != (fingerprint() if callable(fingerprint) else fingerprint):
             reason = (f"{folder} was trained on an earlier recording of {dataset_folder} (its dataset fingerprint "

@@ -394,6 +394,9 @@ def test_resolver_finds_a_folder_relative_to_the_yaml(counting, tmp_path):
     ("other_kind", "holds a 'counting' model, not 'vae'"),
     ("other_kind_vowel", "holds an 'atc' model, not 'vae'"),
     ("no_weights", "lacks its weights file(s): projection.npy"),
+    # a plugin's exp_config naming its one file as a string was read a character at a time ("p, r, o, j, ...")
+    ("weights_a_string", "exp_config.json's weights must be a list of file names in the folder, not "
+                         "'projection.npy'"),
 ])
 def test_resolver_refusals(counting, tmp_path, monkeypatch, case, message):
     monkeypatch.setitem(registered_srl, "vae", (CountingModel, SRLType.LEARNED))  # whatever the install has
@@ -434,6 +437,9 @@ def test_resolver_refusals(counting, tmp_path, monkeypatch, case, message):
         name, content = "vae", {ENV_ID: {"vae": str(tmp_path / "atc")}}
     elif case == "no_weights":
         os.remove(os.path.join(good, "projection.npy"))
+    elif case == "weights_a_string":
+        exp_config = json.loads((tmp_path / "good" / "exp_config.json").read_text())
+        (tmp_path / "good" / "exp_config.json").write_text(json.dumps({**exp_config, "weights": "projection.npy"}))
     config = _writeYaml(tmp_path / "srl.yaml", content)
     if case == "no_yaml":
         config = str(tmp_path / "absent.yaml")
