@@ -11,9 +11,11 @@ format), and a command's own one-line formatter (``srl_toolbox.cli.runCommand``)
 """
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import importlib.metadata
+import io
 import os
 import re
 import sys
@@ -62,13 +64,21 @@ class _EscapingImport(Exception):
 
 class _Manager(ExtensionManager):
     """stevedore's ExtensionManager, reporting every exception of a plugin's import but KeyboardInterrupt to the
-    failure callback (stevedore re-raises AssertionError and lets SystemExit through)."""
+    failure callback (stevedore re-raises AssertionError and lets SystemExit through). What a plugin's import prints
+    is passed on once it has loaded, and dropped when it fails (its one-line reason says why): a module that parses
+    the command line when imported printed argparse's usage and error, as though the command had refused its own
+    arguments."""
 
     def _load_one_plugin(self, *args: Any, **kwargs: Any) -> Any:
+        out, err = io.StringIO(), io.StringIO()
         try:
-            return super()._load_one_plugin(*args, **kwargs)
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                loaded = super()._load_one_plugin(*args, **kwargs)
         except (SystemExit, AssertionError) as error:
             raise _EscapingImport(error) from None
+        sys.stdout.write(out.getvalue())
+        sys.stderr.write(err.getvalue())
+        return loaded
 
 
 def _importFailure(error: BaseException) -> str:

@@ -37,24 +37,34 @@ def _site(root, modules: dict[str, str], entry_points: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([REPO, str(root)]), "SRL_TOOLBOX_WARNED_PLUGIN_GROUPS": ""}
 
 
-def _load(env: dict[str, str], group: str, *toolbox_groups: str) -> dict:
+def _load(env: dict[str, str], group: str, *toolbox_groups: str, printed: list[str] | None = None) -> dict:
+    """:return: what the loader loaded and skipped (the process's last line); ``printed`` gets the lines before it
+    and its stderr"""
     result = subprocess.run([sys.executable, "-c", LOAD_SCRIPT, group, *toolbox_groups], capture_output=True,
                             text=True, env=env, cwd=REPO, timeout=300)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
-    return json.loads(result.stdout)
+    lines = result.stdout.splitlines()
+    if printed is not None:
+        printed += [*lines[:-1], *result.stderr.splitlines()]
+    return json.loads(lines[-1])
 
 
 def test_a_plugin_that_exits_or_fails_an_assert_when_imported_is_skipped(tmp_path) -> None:
     env = _site(tmp_path, {"good": "class Good:\n    pass\n",
                            "exits": "import argparse\nargparse.ArgumentParser().parse_args(['--nope'])\n",
                            "quits": "import sys\nsys.exit('bye from quits')\n",
-                           "asserts": "assert 1 == 2, 'module assert'\n"},
+                           "asserts": "assert 1 == 2, 'module assert'\n",
+                           "talks": "print('hello from talks')\nclass Talks:\n    pass\n"},
                 "[qa_load.things]\ngood = qa_load.good:Good\nexits = qa_load.exits:X\nquits = qa_load.quits:X\n"
-                "asserts = qa_load.asserts:X\n")
+                "asserts = qa_load.asserts:X\ntalks = qa_load.talks:Talks\n")
     # SystemExit (parse_args or sys.exit at import) went through the loader and ended every command; an
     # AssertionError was re-raised by it and crashed them
-    data = _load(env, "qa_load.things")
-    assert data["loaded"] == ["good"]
+    printed: list[str] = []
+    data = _load(env, "qa_load.things", printed=printed)
+    # what a skipped plugin's import printed (argparse's usage and error, as if the command refused its own
+    # arguments) is dropped; a plugin that loads keeps its output
+    assert printed == ["hello from talks"], printed
+    assert data["loaded"] == ["good", "talks"]
     assert data["failures"] == {
         "exits": "qa_load.exits:X: SystemExit: 2 (the module exits when imported: sys.exit or parse_args()?)",
         "quits": "qa_load.quits:X: SystemExit: bye from quits (the module exits when imported: sys.exit or "
