@@ -39,20 +39,28 @@ def tinySite(tmp_path_factory: pytest.TempPathFactory) -> str:
     dist_info.mkdir()
     (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: tiny-plugin\nVersion: 0.1\n")
     (package / "docs_example.py").write_text(docsExample())
+    (package / "docs_crossq.py").write_text(docsExample("### Wrapping an SB3 or sb3-contrib algorithm"))
+    (package / "docs_crossq_quick.py").write_text(  # (from its 50th step, small batches, every 8 steps: quick)
+        "import dataclasses\n\nfrom tiny_plugin.docs_crossq import CrossQModel\n\n\n"
+        "class QuickCrossQ(CrossQModel):\n"
+        "    HYPERPARAMS = {**CrossQModel.HYPERPARAMS,\n"
+        "                   **{name: dataclasses.replace(CrossQModel.HYPERPARAMS[name], default=value)\n"
+        "                      for name, value in (('learning_starts', 50), ('batch_size', 16), ('train_freq', 8))}}\n")
     (package / "docs_silent.py").write_text("from tiny_plugin.docs_example import TinyAgent\n\n\n"
                                             "class SilentAgent(TinyAgent):\n    TRAINING_ROWS = True\n")
     shutil.copy(os.path.join(REPO, "tests", "plugin_v1_docs_example.py"), package / "docs_example_v1.py")
     (dist_info / "entry_points.txt").write_text(
         "[srl_toolbox.rl_algorithms]\n" + "".join(f"{name} = tiny_plugin.algo:{cls}\n" for name, cls in VARIANTS.items())
         + "docs_tiny = tiny_plugin.docs_example:TinyAgent\ndocs_tiny_v1 = tiny_plugin.docs_example_v1:TinyAgent\n"
-        + "docs_silent = tiny_plugin.docs_silent:SilentAgent\n")
+        + "docs_silent = tiny_plugin.docs_silent:SilentAgent\ndocs_crossq = tiny_plugin.docs_crossq:CrossQModel\n"
+        + "docs_crossq_quick = tiny_plugin.docs_crossq_quick:QuickCrossQ\n")
     return str(site)
 
 
-def docsExample() -> str:
-    """:return: the code block of docs/plugins.md's "A complete minimal algorithm" section"""
+def docsExample(heading: str = "### A complete minimal algorithm") -> str:
+    """:return: the first code block of a section of docs/plugins.md ("A complete minimal algorithm")"""
     text = open(os.path.join(REPO, "docs", "plugins.md"), encoding="utf-8").read()
-    section = text.split("### A complete minimal algorithm", 1)[1]
+    section = text.split(heading, 1)[1]
     return section.split("```python\n", 1)[1].split("```", 1)[0]
 
 
@@ -230,6 +238,23 @@ def test_a_plugin_written_from_the_docs_of_api_version_1_trains_replays_and_cont
     result = tinyRun("rl_baselines.check_plugin", "docs_tiny_v1", "--num-timesteps", "200", "--discrete-actions")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "docs_tiny_v1: every check passed" in result.stdout
+
+
+def test_the_docs_sb3_wrapper_passes_check_plugin_and_refuses_raw_pixels(tmp_path, tinyRun) -> None:
+    """docs/plugins.md's wrapper of sb3-contrib's CrossQ, as written (here learning from its 50th step, logging
+    after 4 episodes): check_plugin
+    passes it (training, saving, resuming, replaying); raw pixels, which CrossQ has no policy for, are refused in one
+    line, nothing written."""
+    result = tinyRun("rl_baselines.check_plugin", "docs_crossq_quick", "--num-timesteps", "1100",
+                     "--continuous-actions", "--no-seed-check")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "docs_crossq_quick: every check passed" in result.stdout
+    pixels = tinyRun("rl_baselines.train", "--algo", "docs_crossq", "-c", "--env", "MobileRobotGymEnv-v0",
+                     "--srl-model", "raw_pixels", "--no-vis", "--log-dir", tmp_path / "logs")
+    assert pixels.returncode == 2 and pixels.stderr == (
+        "error: --srl-model raw_pixels: --algo docs_crossq learns with CrossQ, which has no CnnPolicy (no policy on "
+        "images); give it a state: ground_truth or a learned SRL model\n"), pixels.stderr
+    assert not os.path.exists(tmp_path / "logs")
 
 
 @pytest.mark.parametrize("algo, message", [
