@@ -152,40 +152,23 @@ def test_a_replay_started_with_sigint_ignored_stops_on_one(tmp_path, trainedRun)
     assert os.listdir(tmp_path) == ["replay.mp4"]
 
 
-def test_a_ctrl_c_keeps_what_was_played_and_exits_130(tmp_path, trainedRun, monkeypatch, capsys):
-    """A Ctrl-C during the replay wrote the video of the steps played but exited 0, as a whole replay does."""
-    original, calls = enjoy_baselines.actionMaskKeywords, []
+@pytest.mark.parametrize("where, steps", [("actionMaskKeywords", 3), ("captionFrame", 4)])
+def test_a_ctrl_c_keeps_what_was_played_and_exits_130(tmp_path, trainedRun, monkeypatch, capsys, where, steps):
+    """A Ctrl-C during the replay wrote the video of the steps played but exited 0, as a whole replay does. One that
+    came while a played step was being counted (its frame captioned) cut it half-counted: "Interrupted after 4 steps"
+    over a video of 3 frames. The step is counted whole, then the replay stops."""
+    original, calls = getattr(enjoy_baselines, where), []
 
-    def ctrlCAtTheFourthStep(*args):  # called once per step, just before the agent acts
-        calls.append(1)
-        if len(calls) == 4:
-            raise KeyboardInterrupt
-        return original(*args)
-
-    monkeypatch.setattr(enjoy_baselines, "actionMaskKeywords", ctrlCAtTheFourthStep)
-    gif = tmp_path / "cut.gif"
-    assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "50", "--video", str(gif),
-                                 "--no-progress"]) == 130
-    assert "Interrupted after 3 steps" in capsys.readouterr().out
-    with Image.open(gif) as image:
-        assert image.n_frames == 3
-
-
-def test_a_ctrl_c_as_a_step_is_counted_keeps_its_frame(tmp_path, trainedRun, monkeypatch, capsys):
-    """A SIGINT that came while a played step was being counted (its frame captioned) cut it half-counted: "Interrupted
-    after 4 steps" over a video of 3 frames. The step is counted whole, then the replay stops."""
-    original, calls = enjoy_baselines.captionFrame, []
-
-    def sigintAtTheFourthCaption(*args):
+    def sigintAtTheFourthCall(*args):  # actionMaskKeywords: before the agent acts; captionFrame: after the step
         calls.append(1)
         if len(calls) == 4:
             os.kill(os.getpid(), signal.SIGINT)
         return original(*args)
 
-    monkeypatch.setattr(enjoy_baselines, "captionFrame", sigintAtTheFourthCaption)
+    monkeypatch.setattr(enjoy_baselines, where, sigintAtTheFourthCall)
     gif = tmp_path / "cut.gif"
     assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "50", "--video", str(gif),
                                  "--no-progress"]) == 130
-    assert "Interrupted after 4 steps" in capsys.readouterr().out
+    assert f"Interrupted after {steps} steps" in capsys.readouterr().out
     with Image.open(gif) as image:
-        assert image.n_frames == 4
+        assert image.n_frames == steps
