@@ -86,8 +86,9 @@ def test_unknown_keywords_and_wrong_kinds_are_one_line_errors(tmp_path, capsys):
     assert api.makeConfig(log_dir=log_dir, algo="ppo_lstm", srl_model="ground_truth", ortho_init=False).args
     assert api.makeConfig(log_dir=log_dir, extra=None, **GT).args.algo == "ppo2"  # None: no extra arguments
     # text as the command line gives it, a path, NumPy's integers and an integer for a number are taken
-    taken = api.makeConfig(log_dir=log_dir, num_timesteps=np.int64(256), eval_freq="64", pretrain_lr=1, **GT).args
-    assert (taken.log_dir, taken.num_timesteps, taken.eval_freq, taken.pretrain_lr) == (str(log_dir), 256, 64, 1.0)
+    taken = api.makeConfig(log_dir=log_dir, num_timesteps=np.int64(256), eval_freq="64", learning_rate=1, **GT).args
+    assert (taken.log_dir, taken.num_timesteps, taken.eval_freq) == (str(log_dir), 256, 64)
+    assert taken.extra["hp_learning_rate"] == 1.0 and isinstance(taken.extra["hp_learning_rate"], float)
     assert api.makeConfig(log_dir=log_dir, **{**GT, "algo": "ppo1"}, num_workers="2").args.extra["num_workers"] == 2
     # arguments of the wrong kind: named, never a traceback from deep inside, and nothing written
     for call, message in [
