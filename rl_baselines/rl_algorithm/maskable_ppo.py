@@ -52,8 +52,7 @@ class MaskablePPOModel(StableBaselinesRLObject):
     def getActionProba(self, observation: np.ndarray, dones: np.ndarray | None = None,
                        action_masks: np.ndarray | None = None) -> np.ndarray:
         """:return: the action probabilities, 0 for the masked actions when ``action_masks`` is given"""
-        policy = self.model.policy
-        policy.set_training_mode(False)  # as SB3's predict
+        policy = self.inferencePolicy()
         obs_tensor, _ = policy.obs_to_tensor(observation)
         with torch.no_grad():
             distribution = policy.get_distribution(obs_tensor, action_masks=action_masks).distribution

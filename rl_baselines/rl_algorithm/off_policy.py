@@ -189,8 +189,7 @@ class OffPolicyRLObject(StableBaselinesRLObject):
         actor = getattr(self.model, "actor", None)
         if actor is None or not hasattr(actor, "get_action_dist_params"):
             raise NotImplementedError(f"{self.NAME} has no action distribution (its policy is deterministic or greedy)")
-        self.model.policy.set_training_mode(False)  # as SB3's predict: a BatchNorm (CrossQ's) must not learn here
-        obs_tensor, _ = self.model.policy.obs_to_tensor(observation)
+        obs_tensor, _ = self.inferencePolicy().obs_to_tensor(observation)
         with torch.no_grad():
             mean_actions, _, _ = actor.get_action_dist_params(obs_tensor)
         return self.model.policy.unscale_action(torch.tanh(mean_actions).cpu().numpy())

@@ -172,8 +172,7 @@ class PPOLSTMModel(StableBaselinesRLObject):
             probabilities (discrete) or the mean action (continuous); the LSTM states are left as they are
         """
 
-        policy = self.model.policy
-        policy.set_training_mode(False)  # as SB3's predict
+        policy = self.inferencePolicy()
         states, episode_starts = self._stepInputs(observation, dones)
         if states is None:
             n_layers, _, hidden_size = policy.lstm_hidden_state_shape

@@ -423,9 +423,14 @@ class StableBaselinesRLObject(BaseRLObject):
         action, _ = self.model.predict(observation, deterministic=deterministic)
         return action
 
+    def inferencePolicy(self) -> Any:
+        """:return: the SB3 policy in evaluation mode, as SB3's ``predict`` puts it (a batch-normalising layer, as
+        CrossQ's, must not take the statistics of what it is shown); for the action distributions replay draws"""
+        self.model.policy.set_training_mode(False)
+        return self.model.policy
+
     def getActionProba(self, observation: np.ndarray, dones: np.ndarray | None = None) -> np.ndarray:
-        policy = self.model.policy
-        policy.set_training_mode(False)  # as SB3's predict: a BatchNorm (CrossQ's) must not learn from these
+        policy = self.inferencePolicy()
         obs_tensor, _ = policy.obs_to_tensor(observation)
         with torch.no_grad():
             distribution = policy.get_distribution(obs_tensor).distribution

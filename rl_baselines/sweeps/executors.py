@@ -42,7 +42,7 @@ from rl_baselines.sweeps.run_attempts import (
 from rl_baselines.sweeps.sweep import RunSpec
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import threadSettings, threadsShare, usableCores
-from srl_toolbox.signals import ctrlCDeferred
+from srl_toolbox.signals import ctrlCDeferred, stopSignalsBlocked
 
 RAY_INSTALL_HINT = 'pip install "srl-toolbox[ray]" (or: pip install "ray>=2.9")'
 # The local Ray instance only runs a few tiny tasks: a small object store keeps its shared memory footprint low.
@@ -369,15 +369,11 @@ def _startLocalRay(ray: Any, **options: Any) -> None:
     short left the processes it had started running, unreachable (its raylet's agents, orphaned).
     """
     try:
-        with ctrlCDeferred():
-            # Ray's processes (GCS, raylet, workers) inherit SIGTERM blocked, as Ray blocks SIGINT for them: a SIGTERM
-            # to the sweep's process group (timeout, a batch scheduler) stops the sweep as a Ctrl-C does, its runs
-            # save, instead of shutting the instance down under them (ray.shutdown kills what does not stop)
-            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-            try:
-                ray.init(address="local", **options)
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        # Ray's processes (GCS, raylet, workers) start with SIGTERM blocked (SIGINT too, as Ray blocks it for them):
+        # a SIGTERM to the sweep's process group (timeout, a batch scheduler) stops the sweep as a Ctrl-C does, its
+        # runs save, instead of shutting the instance down under them (ray.shutdown kills what does not stop)
+        with ctrlCDeferred(), stopSignalsBlocked():
+            ray.init(address="local", **options)
     except KeyboardInterrupt:
         ray.shutdown()
         raise
