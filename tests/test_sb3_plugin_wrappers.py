@@ -1,7 +1,8 @@
 """What a plugin wrapping an SB3 class gets right without code of its own: getActionProba (what replay's
 --plotting draws) computes with the policy in evaluation mode, as SB3's predict does (CrossQ's batch-normalising
 layers, left in training mode, took the statistics of a batch of one observation, which became NaN, and the replay's
-next action raised); raw pixels are refused before anything is written where the SB3 class has no policy on images."""
+next action raised); raw pixels are refused before anything is written where the SB3 class has no policy on
+images, also at an --img-shape its CNN would refuse."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -14,8 +15,12 @@ import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
+from rl_baselines.core.algo_types import ActionType, AlgoType
+from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.off_policy import OffPolicyRLObject
 from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
+from rl_baselines.runs import train, train_checks
+from srl_toolbox.cli import UsageError
 
 
 class _CrossQ(OffPolicyRLObject):
@@ -77,3 +82,15 @@ def test_raw_pixels_are_refused_where_the_sb3_class_has_no_policy_on_images() ->
                                          r"learned SRL model$"):
         _CrossQ.checkSettings(pixels)
     assert _CrossQ.checkSettings(state) is None and _PPO.checkSettings(pixels) is None
+
+
+def test_a_small_image_for_an_algorithm_without_a_cnn_names_the_missing_policy(tmp_path, monkeypatch) -> None:
+    """``--img-shape 3 32 32`` with raw pixels said "the CNN policy of --algo crossq_test needs H, W >= 36", for an
+    algorithm that has no CNN policy at all: the algorithm's own refusal comes first."""
+    monkeypatch.setitem(registered_rl, "crossq_test", (_CrossQ, AlgoType.REINFORCEMENT_LEARNING, [ActionType.CONTINUOUS]))
+    argv = ["--algo", "crossq_test", "--env", "MobileRobotGymEnv-v0", "-c", "--srl-model", "raw_pixels",
+            "--img-shape", "3", "32", "32", "--log-dir", str(tmp_path / "logs")]
+    with pytest.raises(UsageError, match=r"^--srl-model raw_pixels: --algo crossq_test learns with CrossQ, which has "
+                                         r"no CnnPolicy"):
+        train_checks.validate(train.parseCommand(argv)[0], registered_rl)
+    assert not (tmp_path / "logs").exists()

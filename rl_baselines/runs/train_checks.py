@@ -125,9 +125,6 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
             raise UsageError("--action-joints needs -c/--continuous-actions (joint actions are continuous)")
     if args.img_shape is not None:
         checkImageShape(args.img_shape)
-        if args.srl_model == "raw_pixels" and min(args.img_shape[1:]) < algo_class.MIN_IMAGE_SIDE:
-            raise UsageError(f"--img-shape {' '.join(map(str, args.img_shape))}: the CNN policy of --algo {args.algo} "
-                             f"needs H, W >= {algo_class.MIN_IMAGE_SIDE} with raw_pixels")
     pixels = args.srl_model == "raw_pixels" or isLearnedSRLModel(args.srl_model)
     refusal = (envFlagRefusal(args.env, fpv=args.fpv, multi_view=args.multi_view, force_down=args.force_down,
                               random_target=args.random_target, shape_reward=args.shape_reward, pixels=pixels,
@@ -166,6 +163,11 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
         algo_class.checkSettings(args.replace(hyperparams=hyperparams))  # (with --hyperparam-file's values)
     except ValueError as error:
         raise UsageError(str(error)) from None
+    # (after checkSettings: an algorithm that takes no raw pixels says so, not what its CNN would need)
+    if args.img_shape is not None and args.srl_model == "raw_pixels" and \
+            min(args.img_shape[1:]) < algo_class.MIN_IMAGE_SIDE:
+        raise UsageError(f"--img-shape {' '.join(map(str, args.img_shape))}: the CNN policy of --algo {args.algo} "
+                         f"needs H, W >= {algo_class.MIN_IMAGE_SIDE} with raw_pixels")
     start_timesteps = 0
     if args.load_rl_model_path is None:
         _checkTogether(algo_class, args, hyperparams)
