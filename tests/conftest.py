@@ -352,6 +352,13 @@ def interruptThenResume(monkeypatch: pytest.MonkeyPatch, log_dir: str, run_args:
     return run_dir
 
 
+def docsExample(heading: str = "### A complete minimal algorithm") -> str:
+    """:return: the first Python code block of a section of docs/plugins.md (by its heading line)"""
+    text = open(os.path.join(REPO, "docs", "plugins.md"), encoding="utf-8").read()
+    section = text.split(heading + "\n", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
 def runFolder(result: subprocess.CompletedProcess) -> str:
     """:return: the run folder a train command printed last"""
     lines = [line for line in result.stdout.splitlines() if line.startswith("Run folder: ")]

@@ -48,6 +48,13 @@ BROKEN_CODE = textwrap.dedent('''
             observation, info = super().reset(seed=seed)
             self.x = float(np.random.uniform(-1, 0))
             return self._obs(), info
+
+
+    class UnguardedEnv(LineWorldEnv):
+        """Keeps the required rules, but neither step nor render refuses to run before reset or after close."""
+
+        def _checkOpen(self, method):
+            pass
 ''')
 IMAGE = ("--img-shape", "3", "32", "32")
 
@@ -66,7 +73,7 @@ def checkRun(tmp_path_factory):
         "[srl_toolbox.environments]\nUndrawn-v0 = line_world.broken_check:UndrawnEnv\n"
         "StepDtype-v0 = line_world.broken_check:StepDtypeEnv\n"
         "GroundTruthSize-v0 = line_world.broken_check:GroundTruthSizeEnv\n"
-        "Unseeded-v0 = line_world.broken_check:UnseededEnv\n")
+        "Unseeded-v0 = line_world.broken_check:UnseededEnv\nUnguarded-v0 = line_world.broken_check:UnguardedEnv\n")
     interpreter = siteInterpreter(env)
     yield lambda *args, module="environments.check_env", cwd=None: runModule(module, *args, env=env, cwd=cwd,
                                                                              interpreter=interpreter)
@@ -86,9 +93,10 @@ def test_a_builtin_env_passes() -> None:
     assert not [line for line in lines if not line.startswith("ok: ")][:-1], result.stdout
 
 
-def test_a_plugin_env_that_keeps_the_contract_passes_with_notes_on_the_optional_rules(checkRun) -> None:
-    """LineWorld, the tests' env plugin, keeps the required rules (its render() included: it had none, and failed
-    there); its step and render do not refuse before reset, which is optional: a note."""
+def test_the_docs_minimal_env_passes_every_check(checkRun) -> None:
+    """LineWorld, docs/plugins.md's complete minimal environment, keeps the required rules (its render() included: it
+    had none, and failed there) and the optional refusals: every line is ``ok``; one that leaves the refusals out
+    passes too, with a note for each."""
     result = checkRun("LineWorldEnv-v0", *IMAGE)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
@@ -97,7 +105,10 @@ def test_a_plugin_env_that_keeps_the_contract_passes_with_notes_on_the_optional_
             "rewards, flags and infos of the right kinds; is_success a bool at 3 episode ends; ground truth of "
             "getGroundTruthDim() numbers") in lines
     assert "ok: raw_pixels, continuous: render() in rgb_array mode gives uint8 (128, 128, 3)" in lines
-    notes = [line for line in lines if line.startswith("note: ")]
+    assert not [line for line in lines if not line.startswith("ok: ")][:-1], result.stdout
+    unguarded = checkRun("Unguarded-v0", *IMAGE)
+    assert unguarded.returncode == 0, unguarded.stdout + unguarded.stderr
+    notes = [line for line in unguarded.stdout.splitlines() if line.startswith("note: ")]
     assert notes and all("step() before reset() was not refused" in line for line in notes), notes
 
 

@@ -13,64 +13,13 @@ import textwrap
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import freshProcesses, runFolder, runModule, siteInterpreter
+from conftest import docsExample, freshProcesses, runFolder, runModule, siteInterpreter
 
 from environments.observation_check import ObservationCheck, ObservationSpaceWarning, observationProblem
 
-ENV_CODE = textwrap.dedent('''
-    """A line world: move left/right to reach x = 1."""
-    import gymnasium as gym
-    import numpy as np
-
-    from environments.srl_env import SRLGymEnv
-
-
-    class LineWorldEnv(SRLGymEnv):
-        SRL_MODES = ("ground_truth", "raw_pixels")
-        MAX_STEPS = 20
-
-        def __init__(self, **kwargs):
-            super().__init__(**kwargs)
-            self.action_space = gym.spaces.Discrete(2) if self.is_discrete else gym.spaces.Box(-1, 1, (1,), np.float32)
-            self.observation_space = (self.pixelObservationSpace() if self.usesPixels
-                                      else gym.spaces.Box(-2, 2, (1,), np.float32))
-            self.x, self.steps = 0.0, 0
-
-        def getTargetPos(self):
-            return np.array([1.0], dtype=np.float32)
-
-        def getRobotPos(self):
-            return np.array([self.x], dtype=np.float32)
-
-        @staticmethod
-        def getGroundTruthDim():
-            return 1
-
-        def _obs(self):
-            if self.usesPixels:
-                _, height, width = self.img_shape
-                image = np.zeros((height, width, 3), dtype=np.uint8)
-                image[:, int((self.x + 1) / 2 * (width - 1))] = 255
-                return image
-            return self.getSRLState()
-
-        def render(self):
-            """The contract's view (enjoy_baselines --video): the line as a white column at x, render_size wide."""
-            image = np.zeros((self.render_size, self.render_size, 3), dtype=np.uint8)
-            image[:, int((self.x + 1) / 2 * (self.render_size - 1))] = 255
-            return image
-
-        def reset(self, *, seed=None, options=None):
-            super().reset(seed=seed)
-            self.x, self.steps = float(self.np_random.uniform(-1, 0)), 0
-            return self._obs(), {}
-
-        def step(self, action):
-            move = (0.1 if int(action) == 1 else -0.1) if self.is_discrete else 0.1 * float(np.clip(action[0], -1, 1))
-            self.x = float(np.clip(self.x + move, -1, 1))
-            self.steps += 1
-            reached = abs(self.x - 1.0) < 0.05
-            return self._obs(), float(reached), reached, self.steps >= self.max_steps, {"is_success": reached}
+# docs/plugins.md's complete minimal environment, and two variants: one without a ground truth, one whose images do
+# not fit its observation space
+ENV_CODE = docsExample("### A complete minimal environment") + textwrap.dedent('''
 
 
     class LineWorldNoGTEnv(LineWorldEnv):

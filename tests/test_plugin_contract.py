@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from conftest import REPO, childProcesses, freshProcesses, runFolder, runModule, siteInterpreter, snapshot
+from conftest import REPO, childProcesses, docsExample, freshProcesses, runFolder, runModule, siteInterpreter, snapshot
 
 GROUND_TRUTH = ("--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth")
 VARIANTS = {"tiny": "TinyAgent", "tiny_mkstemp": "MkstempAgent", "tiny_nonorm": "NoNormalisationAgent",
@@ -55,13 +55,6 @@ def tinySite(tmp_path_factory: pytest.TempPathFactory) -> str:
         + "docs_silent = tiny_plugin.docs_silent:SilentAgent\ndocs_crossq = tiny_plugin.docs_crossq:CrossQModel\n"
         + "docs_crossq_quick = tiny_plugin.docs_crossq_quick:QuickCrossQ\n")
     return str(site)
-
-
-def docsExample(heading: str = "### A complete minimal algorithm") -> str:
-    """:return: the first code block of a section of docs/plugins.md ("A complete minimal algorithm")"""
-    text = open(os.path.join(REPO, "docs", "plugins.md"), encoding="utf-8").read()
-    section = text.split(heading, 1)[1]
-    return section.split("```python\n", 1)[1].split("```", 1)[0]
 
 
 def _env(site: str) -> dict[str, str]:

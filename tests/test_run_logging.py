@@ -6,14 +6,13 @@ import csv
 import glob
 import json
 import os
-import re
 import sys
 import time
 import warnings
 
 import numpy as np
 import pytest
-from conftest import REPO, interruptThenResume, runFolder, runModule, runTrain, trainHere, trainSettings
+from conftest import REPO, docsExample, interruptThenResume, runFolder, runModule, runTrain, trainHere, trainSettings
 from test_visdom import _client
 
 from rl_baselines.core.plugin_v1 import trainAlgorithm
@@ -301,11 +300,8 @@ def test_missing_tensorboard_or_bad_folder_is_one_line(tmp_path, monkeypatch) ->
 
 def _docsExample() -> type:
     """:return: the class of docs/plugins.md's "Logging your own scalars" example"""
-    text = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "plugins.md"),
-                encoding="utf-8").read()
-    section = text[text.index("## Logging your own scalars"):]
     namespace: dict = {}
-    exec(re.search(r"```python\n(.*?)```", section, re.S).group(1), namespace)
+    exec(docsExample("## Logging your own scalars"), namespace)
     return namespace["LoggingAgent"]
 
 
