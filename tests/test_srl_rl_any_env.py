@@ -212,6 +212,11 @@ def test_an_archived_env_without_a_plan_left_out_of_the_report_is_named(tmp_path
     assert f"### {line}\n" in out and f"### {OTHER}" not in out
     assert f"Archived, not reported: {OTHER} (an env without a plan is reported when given to `--env`" in out
     assert f"Archived and not covered here: {OTHER} (" in out.split("## Does SRL help?")[-1]
+    # with no --env (the planned tasks, none archived here) they are still named, before the report says it has none
+    assert cli.main(common) == 1
+    out = capsys.readouterr().out
+    assert f"Archived, not reported: {', '.join(sorted([OTHER, line]))} (an env without a plan" in out, out
+    assert "No run of this configuration has finished" in out and not os.path.exists("bench/srl_rl.md")
 
 
 def test_the_estimate_of_an_env_without_a_plan_counts_whole_evaluation_episodes() -> None:
@@ -254,7 +259,7 @@ def test_no_summary_figure_is_named_when_no_task_has_a_positive_ground_truth(tmp
     writeGrid(settings, OTHER, negative, "2026-11-20T10:00:00", bench_models.modelFacts(model)["hash"])
     assert cli.main([*argv, "--report-only", "--no-doc", "--no-append"]) == 0
     out = capsys.readouterr().out
-    assert "### Which metric predicts the agent's success?" in out and "### Over the tasks" not in out
+    assert "### Which metric predicts the agent's success?" in out and "No IQM of scores over the tasks" in out
     # the env's own figure is drawn and named; the summary over the tasks is neither
     assert (tmp_path / "images" / f"srl_rl_{OTHER}.png").is_file() and f"srl_rl_{OTHER}.png" in out
     assert not (tmp_path / "images" / plans.SUMMARY_IMAGE).exists() and plans.SUMMARY_IMAGE not in out

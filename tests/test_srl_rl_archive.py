@@ -622,7 +622,7 @@ def test_a_run_made_with_other_train_settings_is_not_this_configurations(tmp_pat
     running.runEverything(settings)
     out = capsys.readouterr().out
     assert os.path.isdir(kept) and not os.path.exists(other) and "made with other train settings" in out
-    assert "; 1 runs to do;" in out and [command[1] for command in calls] == ["rl_baselines.pipeline"]
+    assert "; 1 run to do;" in out and [command[1] for command in calls] == ["rl_baselines.pipeline"]
 
 
 def test_the_state_scale_is_in_the_key_of_a_learned_run_only() -> None:

@@ -257,6 +257,8 @@ def test_commands_keep_every_model_on_one_dataset_and_the_config_in_the_bench_fo
     (["--observations", "pixels"], "invalid choice: 'pixels'"),
     (["--seeds", "0"], "must be a positive integer"),
     (["--eval-freq", "5000", "--budget", f"{MOBILE}=1000"], "--eval-freq 5000 is more than the 1000 steps"),
+    (["--budget", f"{MOBILE}=12000"], "the 12000 steps of a MobileRobotGymEnv-v0 run are not a multiple of --eval-freq "
+     "5000: its last evaluation, the final reward, would be at step 10000; valid budgets: 10000, 15000"),
     (["--state-dim", "100000000"], r"--state-dim: '100000000' is out of range \(1..4096\)"),
     # prepare's own refusal, made before the bench folder (and named with this command's flags)
     (["--quick", "--observations", "pca", "--state-dim", "4000"],
@@ -345,3 +347,13 @@ def test_the_time_estimate_of_an_env_without_a_plan_counts_its_robot_and_the_sta
     guess = running.estimateSeconds(settings, plan, {}, from_scratch=True)
     assert guess >= 30.0
     assert running.expectedRunSeconds(plan, "raw_pixels", {}) > running.expectedRunSeconds(plan, "ground_truth", {})
+    # one run, 2 workers: its whole wall (it said half of it: "24 s" for a 56 s run); 2 runs of unequal lengths: the
+    # longer one's at least
+    alone = dataclasses.replace(settings, observations=["raw_pixels"], seeds=1)
+    stages = len(alone.gridCommands(plan)) * env_plans.EXPECTED_STAGE_START_S
+    assert running.estimateSeconds(alone, plan, {}, from_scratch=True) == pytest.approx(
+        stages + running.expectedRunSeconds(plan, "raw_pixels", {}))
+    pair = dataclasses.replace(alone, observations=["ground_truth", "raw_pixels"])
+    stages = len(pair.gridCommands(plan)) * env_plans.EXPECTED_STAGE_START_S
+    assert running.estimateSeconds(pair, plan, {}, from_scratch=True) == pytest.approx(
+        stages + running.expectedRunSeconds(plan, "raw_pixels", {}))

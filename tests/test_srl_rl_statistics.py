@@ -84,6 +84,12 @@ def test_scores_over_tasks_and_the_metric_correlation() -> None:
     table = overview.aggregateTable(list(aggregate.values()), 2)
     assert "| vae | 2/2 | 5 | 1.00 [" in table and "| pca | 1/2 | 2 | 0.10 [0.00, 0.20] |" in table
     assert overview.profileObservations(list(aggregate.values()), 2) == ["ground_truth", "vae"]
+    # the section names the profile's curves; equal IQMs are ranked by their mean (the first row listed was drawn)
+    text = overview.overviewSection(rows, {}, ["vae"], None, None)
+    assert "with 95% bands, of ground_truth, vae (ground truth, raw pixels and the other rows on every task" in text
+    tied = [{"observation": name, "tasks": ["A-v0"], "iqm": (1.0, 0.9, 1.0), "mean": (mean, 0.0, 1.0)}
+            for name, mean in (("inverse", 0.95), ("supervised", 1.02), ("vae", 0.97))]
+    assert overview.profileObservations(tied, 1)[:2] == ["supervised", "vae"]
     # the metrics come from what the models' facts hold: a probe key of any name is correlated too
     facts = {"vae": {"gtc": 0.9, "knn_mse": 0.01, "probe_r2": 0.8, "state_dim": 8, "hash": "h"},
              "pca": {"gtc": 0.1, "knn_mse": 0.05, "probe_r2": 0.1, "state_dim": 8},
@@ -103,12 +109,14 @@ def test_scores_over_tasks_and_the_metric_correlation() -> None:
 
 
 def test_an_env_without_a_positive_reference_keeps_its_metric_correlation() -> None:
-    """Ground truth at or below 0 (nothing to divide the scores by): no IQM section, but Spearman's table, which needs
-    no reference, is still given."""
+    """Ground truth at or below 0 (nothing to divide the scores by): no IQM table, said in one line (the section
+    vanished without a word), but Spearman's table, which needs no reference, is still given."""
     rows = {"C-v0": [_row("ground_truth", [-5.0]), _row("vae", [1.0, 2.0]), _row("pca", [0.0]),
                      _row("autoencoder", [3.0])]}
     facts = {"vae": {"gtc": 0.5, "knn_mse": 0.02, "state_dim": 8}, "pca": {"gtc": 0.1, "knn_mse": 0.05, "state_dim": 8},
              "autoencoder": {"gtc": 0.9, "knn_mse": 0.01, "state_dim": 8}}
     text = overview.overviewSection(rows, {"C-v0": facts}, ["vae", "pca", "autoencoder"], None, None)
-    assert "### Over the tasks" not in text and "### Which metric predicts the agent's success?" in text
+    assert "No IQM of scores over the tasks: a score divides a run's final reward by ground truth's mean final reward " \
+           "on its task, and no task here has a positive one (C-v0)." in text and "| observation |" not in text
+    assert "### Which metric predicts the agent's success?" in text
     assert "| C-v0 | GTC |" in text

@@ -442,7 +442,7 @@ def plotEnv(path: str, plan: EnvPlan, rows: Sequence[ObservationSummary], thresh
             style = curveStyle(name)
             mean = y.mean(axis=0)
             axes.plot(x, mean, linewidth=2 if name in group else 1.5, marker="o", markersize=3,
-                      label=f"{name} ({y.shape[0]} runs)", **style)
+                      label=f"{name} ({counted(y.shape[0], 'run')})", **style)
             if y.shape[0] >= 2:
                 error = y.std(axis=0, ddof=1) / math.sqrt(y.shape[0])
                 axes.fill_between(x, mean - error, mean + error, color=style["color"], alpha=0.15, linewidth=0)

@@ -147,8 +147,10 @@ def buildParser() -> CLIParser:
     parser.add_argument("--nice", type=int, choices=range(0, 20), default=10, metavar="0..19",
                         help="niceness of prepare and the runs [10]")
     parser.add_argument("--bench-dir", type=nonEmptyText, default=None,
-                        help="the benchmark's folder: SRL config file, models, runs; "
-                        f"relative to the current directory [{DEFAULT_BENCH_DIR}; --quick: {QUICK_BENCH_DIR}]")
+                        help="the benchmark's folder: SRL config file, models, runs (prepare's datasets go to data/ "
+                        "of the folder the commands run in, the repository root or the current directory, where "
+                        "other prepare commands reuse them; --quick: <bench-dir>/data); relative to the current "
+                        f"directory [{DEFAULT_BENCH_DIR}; --quick: {QUICK_BENCH_DIR}]")
     parser.add_argument("--runs-file", default=None, help="the archive of finished runs, written by every report and "
                         "reused by later invocations with the same settings "
                         f"[{os.path.relpath(RUNS_FILE, ROOT)}; --quick: <bench-dir>/{ARCHIVE_NAME}]")
@@ -257,11 +259,17 @@ def checkEvalFreq(eval_freq: int, steps: int, run: str) -> None:
     :param eval_freq: env steps between evaluations (--eval-freq)
     :param steps: env steps of a run
     :param run: what the run is, for the message (``MobileRobotGymEnv-v0 run``)
-    :raises UsageError: ``eval_freq`` is more than ``steps``: no evaluation would run
+    :raises UsageError: ``eval_freq`` is more than ``steps`` (no evaluation would run), or ``steps`` is not a multiple
+        of it (the last evaluation, the table's final reward, would come before the budget's end)
     """
     if eval_freq > steps:
         raise UsageError(f"--eval-freq {eval_freq} is more than the {steps} steps of {withArticle(run)}: no evaluation "
                          f"would run")
+    if steps % eval_freq:
+        below, above = steps // eval_freq * eval_freq, (steps // eval_freq + 1) * eval_freq
+        raise UsageError(f"the {steps} steps of {withArticle(run)} are not a multiple of --eval-freq {eval_freq}: its "
+                         f"last evaluation, the final reward, would be at step {below}; valid budgets: {below}, "
+                         f"{above}, ... (or another --eval-freq)")
 
 
 def checkRenderer(renderer: str, envs: Sequence[str]) -> None:

@@ -101,12 +101,13 @@ def profileObservations(rows: Sequence[dict[str, Any]], task_count: int) -> list
     :param rows: :func:`aggregateRows`
     :param task_count: the tasks with a ground-truth reference
     :return: the observations drawn in the performance profile: ground truth, raw pixels and the other rows on every
-        task (learned models, variants) with the highest IQM, :data:`PROFILE_CURVES` in all
+        task (learned models, variants) with the highest IQM (the highest mean among equal IQMs), :data:`PROFILE_CURVES`
+        in all
     """
     complete = [row for row in rows if len(row["tasks"]) == task_count]
     fixed = [row["observation"] for row in complete if row["observation"] in (GROUND_TRUTH, RAW_PIXELS)]
     learned = sorted((row for row in complete if row["observation"] not in (GROUND_TRUTH, RAW_PIXELS)),
-                     key=lambda row: -row["iqm"][0])
+                     key=lambda row: (-row["iqm"][0], -row["mean"][0]))
     return fixed + [row["observation"] for row in learned[:max(0, PROFILE_CURVES - len(fixed))]]
 
 
@@ -231,13 +232,16 @@ def overviewSection(rows_by_task: dict[str, Sequence[ObservationSummary]],
     :param image: the summary PNG's path relative to the document (None: no figure)
     :param image_path: where to write the summary PNG (None: not drawn)
     :param seed: the bootstrap's seed
-    :return: the markdown of the two subsections (over the tasks, left out when no task has a positive ground-truth
-        reference to divide by; which metric predicts the reward, which needs none)
+    :return: the markdown of the two subsections (over the tasks, which says why it has no table when no task has a
+        positive ground-truth reference to divide by; which metric predicts the reward, which needs none)
     """
     scores = normalisedScores(rows_by_task)
     tasks = scoredTasks(rows_by_task)
     skipped = [env for env in rows_by_task if env not in tasks]  # no positive ground-truth reward to divide by
-    parts = [] if not tasks else _overTheTasks(scores, tasks, image, image_path, seed, skipped)
+    parts = _overTheTasks(scores, tasks, image, image_path, seed, skipped) if tasks else [
+        "### Over the tasks", "", "No IQM of scores over the tasks: a score divides a run's final reward by ground "
+        "truth's mean final reward on its task, and no task here has a positive one"
+        + (f" ({', '.join(skipped)})" if skipped else "") + ".", ""]
     correlations = correlationRows(rows_by_task, models_by_task, learned, seed)
     if correlations:
         parts += ["### Which metric predicts the agent's success?", "",
@@ -267,7 +271,9 @@ def _overTheTasks(scores: dict[str, dict[str, np.ndarray]], tasks: list[str], im
              "confidence interval (10,000 resamples of the runs within each task, percentile method), as rliable "
              "(Agarwal et al. 2021) defines them (below 4 runs in all the IQM cuts nothing and is the mean); *tasks* "
              "says on how many tasks it has runs. The figure adds the "
-             "performance profiles: the share of runs whose score is above tau, with 95% bands.", "",
+             "performance profiles: the share of runs whose score is above tau, with 95% bands, of "
+             + ", ".join(profileObservations(rows, len(tasks)))
+             + " (ground truth, raw pixels and the other rows on every task with the highest IQM, then mean).", "",
              aggregateTable(rows, len(tasks)), ""]
     if image is not None:
         parts += [f"![IQM and performance profiles over the tasks]({image})", ""]

@@ -175,7 +175,7 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
         "section and does only "
         f"what is missing (datasets, models and runs whose settings did not change are reused).{reuse} ppo2 with its "
         f"default hyperparameters and {plans.counted(facts['envs'], 'env')} per run (train's --num-cpu) learns each "
-        f"task from each observation, {facts['seeds']} seeds each"
+        f"task from each observation, {plans.counted(facts['seeds'], 'seed')} each"
         f"{groundTruthSeedsNote(facts.get('ground_truth_seeds', {}))}; every learned "
         "model of an env is trained on the same dataset by `python -m srl_models.prepare`, with its per-env defaults. A "
         "deterministic evaluation (separate env, same wrappers, normalisation statistics of the training env) runs "
@@ -303,17 +303,17 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
             records += [recordFromArchive(entry) for entry in matches.values()]
         if records or plan.env in chosen:
             used[plan.env], expected[plan.env] = records, len(specs)
+    # an env without a plan has its budget and evaluation only on the command line: its archived runs are covered when
+    # it is given to --env again (also said when nothing else is reported)
+    unplanned = sorted({entry["env"] for entry in archive.values()} - set(PLANS) - set(used))
+    if unplanned:
+        print(f"Archived, not reported: {UNPLANNED_NOTE.format(envs=', '.join(unplanned))}")
     if not any(used.values()):
         print(f"No run of this configuration has finished in {settings.runs_dir}"
               + (f" or is archived in {displayPath(settings.archive_file)}" if settings.archive_file else "")
               + ": nothing written")
         return 1
     reported = [plan for plan in candidates if plan.env in used]
-    # an env without a plan has its budget and evaluation only on the command line: its archived runs are covered when
-    # it is given to --env again
-    unplanned = sorted({entry["env"] for entry in archive.values()} - set(PLANS) - set(used))
-    if unplanned:
-        print(f"Archived, not reported: {UNPLANNED_NOTE.format(envs=', '.join(unplanned))}")
     fresh, listed, tables, texts, images, thresholds, notes_archive, comparisons = [], [], {}, {}, {}, {}, {}, {}
     rows_by_task, models_by_task, notes_continued = {}, {}, {}
     missing = 0
@@ -403,12 +403,12 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
         print(f"{missing} expected run(s) have not finished: the same command again runs only those")
     elif append and fresh:
         notes = (f"ppo2 (default hyperparameters, {plans.counted(settings.envs, 'env')} and one torch thread per run, "
-                 f"{settings.workers} runs at a time, niceness {settings.nice}) on each observation, as the command "
-                 "ran it: steps/s = training steps per second of the run's monitor clock (env creation to the last "
-                 "episode, the periodic evaluations included; runs continued after a stop left out), wall time = the "
-                 "whole train command (start-up, SRL model loading and evaluations included; a continued run's "
-                 f"attempts summed), means over the runs. Wall time of the whole benchmark: {wall}. Load average at "
-                 f"the end: {os.getloadavg()[0]:.1f} (other work shared the machine when it is above "
+                 f"{plans.counted(settings.workers, 'run')} at a time, niceness {settings.nice}) on each observation, "
+                 "as the command ran it: steps/s = training steps per second of the run's monitor clock (env "
+                 "creation to the last episode, the periodic evaluations included; runs continued after a stop left "
+                 "out), wall time = the whole train command (start-up, SRL model loading and evaluations included; "
+                 f"a continued run's attempts summed), means over the runs. Wall time of the whole benchmark: {wall}. "
+                 f"Load average at the end: {os.getloadavg()[0]:.1f} (other work shared the machine when it is above "
                  f"{settings.workers}).")
         if any(record.archived for record in listed):
             notes += (" The runs of these envs archived by earlier invocations (a benchmark longer than a session) are "

@@ -148,9 +148,11 @@ def estimateSeconds(settings: Settings, plan: EnvPlan, measured: dict[tuple[str,
     todo = specs if from_scratch else [spec for spec in specs if (specObservation(spec), int(spec.seed)) not in archived
                                        and finishedFolder(spec) is None]
     missing = settings.seedCounts(plan) if from_scratch else missingRuns(todo)
-    runs = sum(count * expectedRunSeconds(plan, name, measured) for name, count in missing.items())
+    seconds = [expectedRunSeconds(plan, name, measured) for name, count in missing.items() for _ in range(count)]
+    # (``workers`` at a time, never more at once than there are runs, nor less wall than the longest one takes)
+    runs = max(sum(seconds) / min(settings.workers, len(seconds)), max(seconds)) if seconds else 0.0
     stages = len(settings.pipelineCommands(plan, todo, finishedKeys(specs))) if todo else 0
-    return to_prepare * EXPECTED_PREPARE_S + stages * EXPECTED_STAGE_START_S + runs / settings.workers
+    return to_prepare * EXPECTED_PREPARE_S + stages * EXPECTED_STAGE_START_S + runs
 
 
 def finishedKeys(specs: Sequence[Any]) -> set[tuple[str, int]]:
@@ -270,10 +272,10 @@ def runEverything(settings: Settings, rerun: Collection[str] = ()) -> tuple[bool
     missing_before = sum(len(pending(plan.env)) for plan in settings.plans)
     whole = sum(estimateSeconds(settings, plan, seconds, from_scratch=True) for plan in settings.plans)
     print(f"Plan: {', '.join(f'{p.env} {p.steps:,} steps per run' for p in settings.plans)}; "
-          f"{len(settings.observations)} observations x {settings.seeds} seeds"
+          f"{counted(len(settings.observations), 'observation')} x {counted(settings.seeds, 'seed')}"
           + "".join(f" (ground truth {count} on {plan.env})"
                     for plan, count in settings.groundTruthSeeds(settings.plans).items())
-          + f"; {missing_before} runs to do"
+          + f"; {counted(missing_before, 'run')} to do"
           + (f" ({sum(map(len, archived.values()))} archived)" if any(archived.values()) else "")
           + f"; estimated time left {duration(sum(estimates.values()))} ({counted(settings.workers, 'run')} at a time; the "
           f"whole benchmark: about {duration(whole)} on {counted(settings.workers, 'free core')})", flush=True)
