@@ -77,7 +77,8 @@ def ratioTable(rows: list[dict[str, Any]]) -> str:
 def familyBenchmarkMain(argv: list[str] | None, script: str, title: str, family: tuple[str, ...], run: Any,
                         notes: Any, table: Any = ratioTable, description: str | None = None) -> list[dict[str, Any]]:
     """
-    The command line shared by the env-family benchmarks: measure, print the table, append it to docs/benchmarks.md.
+    The command line shared by the env-family benchmarks: measure, print the table and its notes, append them to
+    docs/benchmarks.md.
 
     :param argv: command-line arguments (default: sys.argv[1:])
     :param script: the script's module (``benchmarks.env_speed``), for the recorded command
@@ -99,6 +100,7 @@ def familyBenchmarkMain(argv: list[str] | None, script: str, title: str, family:
     print(f"Machine: {machineDescription()}")
     text = table(rows := run(args.seconds, args.env))
     print(text)
+    print(notes(args.seconds))  # (how the figures were measured: printed with --no-append too)
     if not args.no_append:
         command = recordedCommand(script, argv)
         appendReport(title, command, notes(args.seconds), text, path=resultsPath(args))

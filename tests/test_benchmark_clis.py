@@ -15,6 +15,7 @@ from conftest import REPO, runModule, snapshot
 
 import benchmarks
 from benchmarks import env_speed, env_start, srl_table
+from benchmarks.env_family import familyBenchmarkMain
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from srl_toolbox.cli import UsageError
 
@@ -233,6 +234,18 @@ def test_env_speed_builds_its_env_with_tinyrenderer() -> None:
     finally:
         env.close()
     assert "the env draws its images with TinyRenderer" in env_speed.reportNotes(1.0)
+
+
+def test_an_env_family_benchmark_prints_its_notes_without_appending(tmp_path, capsys) -> None:
+    """The notes (which renderer, the median of 3 repeats) went only to the appended file: --no-append printed the
+    table alone."""
+    rows = familyBenchmarkMain(["--seconds", "0.5", "--no-append"], "benchmarks.env_speed", "Title", ("A-v0",),
+                               lambda seconds, envs: [{"env": envs[0], "rate": seconds}],
+                               lambda seconds: f"each figure the median of 3 repeats of {seconds} s",
+                               table=lambda rows: f"| {rows[0]['env']} | {rows[0]['rate']} |")
+    out = capsys.readouterr().out
+    assert rows == [{"env": "A-v0", "rate": 0.5}] and "| A-v0 | 0.5 |" in out
+    assert "each figure the median of 3 repeats of 0.5 s" in out
 
 
 def test_srl_table_quick_gives_no_advice_on_its_removed_folders(monkeypatch, capsys) -> None:
