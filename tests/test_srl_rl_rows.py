@@ -209,6 +209,10 @@ def test_curve_styles_and_panels_of_the_new_rows() -> None:
     new = [analysis.curveStyle(name)["color"] for name in ("atc", "curl", SHIFT)]
     assert len(set(new)) == 3 and "black" not in new  # one panel, three colours, none of ground truth's
     assert analysis.panelGroups(plans.OBSERVATIONS)[-1] == ["atc", "curl", SHIFT]
+    # every learned model a colour of its own (the summary's IQM panel tells them by colour: curl had random's red)
+    learned = [name for name in plans.OBSERVATIONS if name not in ("ground_truth", "raw_pixels", *plans.VARIANTS)]
+    colors = [analysis.curveStyle(name)["color"] for name in learned]
+    assert len(set(colors)) == len(learned) and not {"black", "0.55"} & set(colors)
 
 
 @pytest.mark.usefixtures("groundTruthAsOthers")

@@ -380,7 +380,8 @@ PANELS = (("supervised", "random", "pca"), ("autoencoder", "vae"), ("inverse", "
 
 
 # matplotlib's default cycle without its grey (C7), which raw pixels' reference curve uses
-LEARNED_COLORS = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9")
+# one colour per learned model of OBSERVATIONS (by its place there; none of raw pixels' grey): no two alike
+LEARNED_COLORS = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9", "navy", "teal", "magenta", "goldenrod")
 
 
 def panelGroups(observations: Sequence[str]) -> list[list[str]]:
