@@ -145,12 +145,25 @@ def _weights(run_dir: str, algo: str) -> dict[str, object]:
         return _flat(json.load(handle))
 
 
+def _normalisation(run_dir: str) -> dict[str, np.ndarray]:
+    """:return: the arrays of the final model's vecnormalize.npz (none where the run normalises nothing)"""
+    path = os.path.join(run_dir, "vecnormalize.npz")
+    if not os.path.isfile(path):
+        return {}
+    with np.load(path, allow_pickle=False) as data:
+        return {name: data[name] for name in data.files}
+
+
 def _sameWeights(run_dir: str, reference: str, algo: str) -> bool:
-    """:return: whether two runs' final models hold the same tensors (bit for bit) and values"""
+    """:return: whether two runs' final models hold the same tensors (bit for bit) and values, and their
+    normalisation statistics the same numbers (the reward's too: a resumed run's went on from a zero return)"""
     resumed, uninterrupted = _weights(run_dir, algo), _weights(reference, algo)
+    statistics, expected = _normalisation(run_dir), _normalisation(reference)
     return resumed.keys() == uninterrupted.keys() and all(
         torch.equal(one, two) if isinstance(one, torch.Tensor) else one == two
-        for one, two in ((resumed[name], uninterrupted[name]) for name in uninterrupted))
+        for one, two in ((resumed[name], uninterrupted[name]) for name in uninterrupted)) and \
+        statistics.keys() == expected.keys() and all(np.array_equal(statistics[name], expected[name])
+                                                     for name in expected)
 
 
 # ppo2: 2 envs of 250-step episodes, rollouts of 2 x 128 steps: the checkpoint due at 300 is written at the rollout

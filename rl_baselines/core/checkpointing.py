@@ -65,6 +65,7 @@ from rl_baselines.core.training_state import (
     RNG_FILE,
     captureEpisodeStarts,
     captureFrameStack,
+    captureReturns,
     countLines,
     keepFirstLines,
     resumeEnvs,
@@ -384,8 +385,9 @@ class Checkpoint:
         rng = captureGlobalRNG()
         episode_starts = captureEpisodeStarts(getattr(algo, "env", None)) if training_state else None
         frame_stack = captureFrameStack(getattr(algo, "env", None)) if training_state else None
+        returns = captureReturns(getattr(algo, "env", None)) if training_state else None
         run_state = runStateRecord(run_dir, num_timesteps, target_timesteps, episode_starts,
-                                   callback_state() if callable(callback_state) else callback_state)
+                                   callback_state() if callable(callback_state) else callback_state, returns)
         return cls(writeCheckpoint(run_dir, algo, algo_name, run_info, num_timesteps, run_state, rng, training_state,
                                    save_buffer, frame_stack, **extra))
 
@@ -478,7 +480,7 @@ class Checkpoint:
         if replay and os.path.isfile(stack_path):  # (given back only to envs that go on with their episodes)
             with np.load(stack_path, allow_pickle=False) as data:
                 frames = data["frames"]
-        resumeEnvs(algo.env, run_state.get("episode_starts"), frames, replay)
+        resumeEnvs(algo.env, run_state.get("episode_starts"), frames, replay, run_state.get("returns"))
         try:
             algo.loadTrainingState(os.path.join(folder, TRAINING_STATE_DIR), self.buffer_folder)
         except (ValueError, KeyError, OSError) as error:
@@ -490,15 +492,17 @@ class Checkpoint:
 
 
 def runStateRecord(run_dir: str, num_timesteps: int, target_timesteps: int, episode_starts: Any,
-                   callback_state: dict[str, Any]) -> dict[str, Any]:
+                   callback_state: dict[str, Any], returns: list[float] | None = None) -> dict[str, Any]:
     """
     :param run_dir: the run folder
     :param num_timesteps: env steps taken so far
     :param target_timesteps: the step count at which the run ends
     :param episode_starts: each env's current episode start (training_state.captureEpisodeStarts), or None
     :param callback_state: what the training callbacks keep
+    :param returns: each env's discounted return so far that a VecNormalize keeps (training_state.captureReturns),
+        or None
     :return: a checkpoint's run_state.json: counts, the monitor files' and progress.csv's lengths, the callbacks'
-        state, the envs' episode starts, the time
+        state, the envs' episode starts and returns, the time
     """
     run_folder = RunFolder(run_dir)
     return {
@@ -508,6 +512,7 @@ def runStateRecord(run_dir: str, num_timesteps: int, target_timesteps: int, epis
                     for path in sorted(glob.glob(os.path.join(run_folder.monitor_dir, f"*{MONITOR_SUFFIX}")))},
         "progress_lines": countLines(run_folder.progress_file),
         "episode_starts": episode_starts,
+        "returns": returns,
         "callback": callback_state,
         "time": time.time(),
     }

@@ -3,8 +3,8 @@
 - global random generators: Python's ``random``, NumPy's legacy global generator, torch's CPU generator and, once
   the process has initialised CUDA, each GPU's generator (a policy on a GPU samples its actions, TD3 its
   target noise and ``--augment`` its offsets there);
-- the frames a ``--num-stack`` run holds for each env (:func:`captureFrameStack`), given back to the envs that go on
-  with their episodes;
+- the frames a ``--num-stack`` run holds for each env (:func:`captureFrameStack`), and the discounted return so far a
+  ``VecNormalize`` keeps for each (:func:`captureReturns`), given back to the envs that go on with their episodes;
 - each env's generator as it was when its current episode started and the actions played since
   (rl_baselines.envs.wrappers.EpisodeStartRNG): a resumed run starts the episode that was in progress again from the
   same start, and plays those actions again where its algorithm goes on from the env's state, since an env's
@@ -162,30 +162,45 @@ def restoreNextStack(venv: Any, stacked: np.ndarray) -> None:
     shadowOnce(stack, "reset", withFrames)
 
 
+def captureReturns(venv: Any) -> list[float] | None:
+    """
+    :param venv: the training VecEnv
+    :return: the discounted return of each env's episode so far that a VecNormalize in its chain keeps (what its
+        reward statistics are updated from at every step; a reset zeroes it), None without one
+    """
+    returns = getattr(findVecNormalize(venv), "returns", None)
+    return None if returns is None else [float(value) for value in np.asarray(returns, dtype=np.float64)]
+
+
 def resumeEnvs(venv: Any, episode_starts: list[dict[str, Any] | None] | None, frames: np.ndarray | None,
-               replay: bool) -> None:
+               replay: bool, returns: list[float] | np.ndarray | None = None) -> None:
     """
     Prepare the next reset of a resumed run's training env: each env restarts its episode in progress at the capture
-    (:func:`restartEpisodes`), with its stacked frames where it goes on with it (:func:`restoreNextStack`), and the
-    normalisation statistics stay as they are during that reset (:func:`freezeNextReset`).
+    (:func:`restartEpisodes`), with its stacked frames and its return so far where it goes on with it
+    (:func:`restoreNextStack`), and the normalisation statistics stay as they are during that reset
+    (:func:`freezeNextReset`).
 
     :param venv: the training VecEnv
     :param episode_starts: what :func:`captureEpisodeStarts` returned
     :param frames: what :func:`captureFrameStack` returned, or None
     :param replay: the reset plays each episode's actions again (see :func:`restartEpisodes`)
+    :param returns: what :func:`captureReturns` returned, or None
     """
     restartEpisodes(venv, episode_starts, replay=replay)
     if replay and frames is not None:
         restoreNextStack(venv, frames)
-    freezeNextReset(venv)
+    freezeNextReset(venv, returns if replay else None)
 
 
-def freezeNextReset(venv: Any) -> None:
+def freezeNextReset(venv: Any, returns: list[float] | np.ndarray | None = None) -> None:
     """
     Keep the normalisation statistics of ``venv`` (a VecNormalize in its chain) unchanged during its next reset
     only: the observations a resumed run resets to were already counted before its checkpoint.
 
     :param venv: the training VecEnv
+    :param returns: each env's discounted return at the checkpoint (:func:`captureReturns`), given back after the
+        reset to the envs that go on with their episode (:func:`continuedEpisodes`), so that the reward statistics
+        go on as in the uninterrupted run; None: every return starts at 0, as a reset leaves it
     """
 
     vec_normalize = findVecNormalize(venv)
@@ -195,9 +210,12 @@ def freezeNextReset(venv: Any) -> None:
     def frozen(reset: Callable[[], Any]) -> Any:
         vec_normalize.training = False
         try:
-            return reset()
+            observation = reset()
         finally:
             vec_normalize.training = True
+        if returns is not None and len(returns) == vec_normalize.num_envs:
+            vec_normalize.returns = np.where(continuedEpisodes(venv), np.asarray(returns, dtype=np.float64), 0.0)
+        return observation
 
     shadowOnce(vec_normalize, "reset", frozen)
 

@@ -33,6 +33,7 @@ from rl_baselines.core.training_state import (
     captureEpisodeStarts,
     captureFrameStack,
     captureGlobalRNG,
+    captureReturns,
     generatorState,
     restoreGlobalRNG,
     resumeEnvs,
@@ -51,7 +52,8 @@ def workerState(model: Any) -> dict[str, Any]:
     """
     :param model: a worker's model (its ``env`` and ``rng``)
     :return: what the worker goes on from at a clean point, besides the networks rank 0 holds: each env's episode
-        start (with the actions played since), the frames a ``--num-stack`` env holds, the normalisation statistics,
+        start (with the actions played since), the frames a ``--num-stack`` env holds, the normalisation statistics
+        (with each env's return so far),
         the model's generator and the process's global generators (arrays under ``arrays``)
     """
     arrays = {f"rng.{name}": value for name, value in captureGlobalRNG().items()}
@@ -59,6 +61,9 @@ def workerState(model: Any) -> dict[str, Any]:
     if frames is not None:
         arrays["frames"] = frames
     arrays.update({f"normalisation.{name}": value for name, value in (normalisationArrays(model.env) or {}).items()})
+    returns = captureReturns(model.env)
+    if returns is not None:
+        arrays["returns"] = np.asarray(returns, dtype=np.float64)
     return {"episode_starts": captureEpisodeStarts(model.env), "generator": generatorState(getattr(model, "rng", None)),
             "arrays": arrays}
 
@@ -76,7 +81,7 @@ def restoreWorkerState(model: Any, state: dict[str, Any]) -> None:
                      if name.startswith("normalisation.")}
     if normalisation:
         setNormalisation(model.env, normalisation, "the checkpoint's worker state")
-    resumeEnvs(model.env, state["episode_starts"], arrays.get("frames"), replay=True)
+    resumeEnvs(model.env, state["episode_starts"], arrays.get("frames"), replay=True, returns=arrays.get("returns"))
     setGeneratorState(getattr(model, "rng", None), state["generator"])
     restoreGlobalRNG({name[len("rng."):]: value for name, value in arrays.items() if name.startswith("rng.")})
 
