@@ -112,6 +112,8 @@ def resultsFile(raw: str) -> str:
     :return: the path
     :raises UsageError: a path that cannot be written (it passes through argparse as the one-line error)
     """
+    if not raw.strip():  # (it would mean docs/benchmarks.md, the file the flag keeps trial results out of)
+        raise UsageError(f"--results-file {raw!r} is empty: give a markdown file, or leave the flag out")
     checkDocument(raw, "--results-file")
     return raw
 
@@ -134,7 +136,7 @@ def addResultsArguments(parser: argparse.ArgumentParser, what: str = "the result
 def resultsPath(args: argparse.Namespace) -> str:
     """:param args: parsed by a parser given :func:`addResultsArguments`
     :return: the markdown file the results are appended to"""
-    return args.results_file or BENCH_FILE
+    return BENCH_FILE if args.results_file is None else args.results_file
 
 
 def replaceHeadingSection(text: str, heading: str, section: str) -> str:

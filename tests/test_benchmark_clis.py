@@ -29,6 +29,8 @@ CASES = [
     ("env_speed", ["--env", "Nope-v0"], ["'Nope-v0'", "MobileRobotGymEnv-v0", "MobileRobotLineTargetGymEnv-v0"]),
     ("env_speed", ["--seconds", "0"], ["--seconds", "'0'", "positive"]),
     ("env_speed", ["--seconds", "-1"], ["--seconds", "'-1'", "positive"]),
+    # an empty --results-file appended to docs/benchmarks.md, the file it keeps trial results out of
+    ("env_speed", ["--results-file", ""], ["--results-file ''", "is empty"]),
     ("env_start", ["--envs", "1"], ["--envs", "'1'", "2..256"]),
     ("env_start", ["--repeats", "0"], ["--repeats", "'0'"]),
     ("all_envs_speed", ["Nope-v0"], ["'Nope-v0'", "MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0"]),

@@ -260,6 +260,9 @@ def test_commands_keep_every_model_on_one_dataset_and_the_config_in_the_bench_fo
     (["--budget", f"{MOBILE}=12000"], "the 12000 steps of a MobileRobotGymEnv-v0 run are not a multiple of --eval-freq "
      "5000: its last evaluation, the final reward, would be at step 10000; valid budgets: 10000, 15000"),
     (["--state-dim", "100000000"], r"--state-dim: '100000000' is out of range \(1..4096\)"),
+    # an empty path meant the committed archive, docs/srl.md or docs/images
+    (["--runs-file", ""], "argument --runs-file: '' is empty"),
+    (["--image-dir", " "], "argument --image-dir: ' ' is empty"),
     # prepare's own refusal, made before the bench folder (and named with this command's flags)
     (["--quick", "--observations", "pca", "--state-dim", "4000"],
      "--state-dim 4000: PCA cannot find more components than training images, and --srl-episodes 2 give"),
