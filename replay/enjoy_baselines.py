@@ -84,6 +84,9 @@ RL_ZOO_FLAGS = {
 }
 # A GIF stores each frame's delay in hundredths of a second, and browsers play delays under 2 of them at about 10 fps.
 MAX_GIF_FPS = 50
+# The most frames per second an .mp4 takes (MPEG-4 Part 2's time base, 1/fps, has a 16-bit denominator: OpenCV's
+# writer fails to open above it and writes an empty file)
+MAX_MP4_FPS = 65535
 
 
 def realTimeRate(env: Any, action_repeat: int) -> float:
@@ -112,7 +115,8 @@ def buildParser() -> CLIParser:
     parser.add_argument("--video", default=None,
                         help="record the first env to this .gif or .mp4 file, captioned with the step and reward")
     parser.add_argument("--fps", type=positiveInt, default=None,
-                        help=f"frames per second of the video, at most {MAX_GIF_FPS} for a .gif [real time: the env's "
+                        help=f"frames per second of the video, at most {MAX_GIF_FPS} for a .gif and {MAX_MP4_FPS} for an "
+                             ".mp4 [real time: the env's "
                              "render_fps over the run's --action-repeat, e.g. 20 for the mobile robots, 10 for the "
                              "Kuka arms]")
     parser.add_argument("--model", choices=["latest", "best"], default=None,
@@ -250,6 +254,9 @@ class VideoRecorder:
                 height, width = frame.shape[:2]
                 self._writer = cv2.VideoWriter(self._tmp_path, cv2.VideoWriter_fourcc(*"mp4v"), self.fps,
                                                (width, height))
+                if not self._writer.isOpened():  # (it would write nothing, and an empty file would replace the path)
+                    raise RuntimeError(f"OpenCV could not open an MPEG-4 writer for {self.path} at {self.fps} frames "
+                                       f"per second and {width}x{height}")
             self._writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
         self.frame_count += 1
 
@@ -392,6 +399,9 @@ def checkedReplay(args: argparse.Namespace) -> tuple[TrainConfig, Any, Any, str]
     if args.video is not None and args.video.lower().endswith(".gif") and (args.fps or 0) > MAX_GIF_FPS:
         raise UsageError(f"--fps {args.fps}: a .gif plays at most {MAX_GIF_FPS} frames per second (browsers slow "
                          f"faster ones to about 10); give 1..{MAX_GIF_FPS}, or record an .mp4")
+    if args.video is not None and args.video.lower().endswith(".mp4") and (args.fps or 0) > MAX_MP4_FPS:
+        raise UsageError(f"--fps {args.fps}: an .mp4 (MPEG-4 Part 2) plays at most {MAX_MP4_FPS} frames per second; "
+                         f"give 1..{MAX_MP4_FPS}")
     checkpoint, checkpoint_flag = checkpointArguments(args)
     if args.output_dir is not None and not args.plotting:
         raise UsageError(f"--output-dir {args.output_dir!r} is where --plotting writes its PNGs: add --plotting")

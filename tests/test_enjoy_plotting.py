@@ -409,7 +409,18 @@ def test_a_video_path_that_is_a_folder_or_a_gif_too_fast_is_refused_before_the_r
     with pytest.raises(UsageError, match="--fps 60: a .gif plays at most 50 frames per second"):
         enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "4", "--video", str(tmp_path / "a.gif"),
                               "--fps", "60"])
-    assert os.listdir(tmp_path) == ["vd.gif"]
+    # an .mp4 above MPEG-4's 65535 fps: OpenCV's writer did not open, an empty file replaced the path, "Video written"
+    (tmp_path / "old.mp4").write_bytes(b"an earlier video")
+    with pytest.raises(UsageError, match=r"--fps 65536: an \.mp4 \(MPEG-4 Part 2\) plays at most 65535 frames per "):
+        enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "4", "--video", str(tmp_path / "old.mp4"),
+                              "--fps", "65536"])
+    assert sorted(os.listdir(tmp_path)) == ["old.mp4", "vd.gif"]
+    assert (tmp_path / "old.mp4").read_bytes() == b"an earlier video"
+    # a writer that does not open (a codec the build lacks) is an error, not an empty file
+    recorder = enjoy_baselines.VideoRecorder(str(tmp_path / "no.mp4"), 100000)
+    with recorder, pytest.raises(RuntimeError, match="OpenCV could not open an MPEG-4 writer for .*no.mp4 at 100000"):
+        recorder.add(np.zeros((8, 8, 3), dtype=np.uint8))
+    assert sorted(os.listdir(tmp_path)) == ["old.mp4", "vd.gif"]
 
 
 def test_output_dir_needs_plotting(tmp_path, trainedRun):
