@@ -30,6 +30,7 @@ import io
 import json
 import os
 import random
+import re
 import shlex
 import shutil
 import signal
@@ -499,6 +500,22 @@ def test_resume_refusals_and_finished_run(tmp_path, shortRun, capsys):
             train.main(["--resume", str(plugin_run)])
     assert train.main(["--resume", shortRun, "--no-vis"]) == 0
     assert "Already finished (500 steps)" in capsys.readouterr().out
+    # an edited args.json: each value as its flag reads it, refused before anything is written (a seed of -5 was a
+    # traceback after the monitor files and progress.csv were rewritten)
+    edited = str(tmp_path / "edited")
+    shutil.copytree(shortRun, edited)
+    before = {path: os.path.getmtime(path) for path in glob.glob(os.path.join(edited, "**", "*"), recursive=True)}
+    recorded = json.loads(open(os.path.join(edited, "args.json")).read())
+    for key, value, message in (("seed", -5, "argument --seed: '-5' is out of range"),
+                                ("num_cpu", "x", "argument --num-cpu: 'x' is not a number"),
+                                ("continuous_actions", "yes", "a switch takes True or False, not 'yes'")):
+        with open(os.path.join(edited, "args.json"), "w") as handle:
+            json.dump({**recorded, key: value}, handle)
+        with pytest.raises(UsageError, match=rf"^--resume: {re.escape(edited)}/args.json holds a value its flag "
+                                             rf"refuses: .*{re.escape(message)}"):
+            train.main(["--resume", edited])
+    assert {path: os.path.getmtime(path) for path in before if not path.endswith("args.json")} == {
+        path: time for path, time in before.items() if not path.endswith("args.json")}
     # a run that another process is training right now (it holds the run's lock)
 
     running = str(tmp_path / "running")

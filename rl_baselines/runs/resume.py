@@ -72,6 +72,7 @@ from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmpty
 from srl_toolbox.devices import parseDevice, parseThreads, reuseDevice
 from srl_toolbox.files import readJson, removeTemporaries, writeJson
 from srl_toolbox.locks import tryLock
+from srl_toolbox.settings import checkedSettings
 from srl_toolbox.text import withArticle
 
 if TYPE_CHECKING:
@@ -490,7 +491,10 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
         print(f"Device: {note}")
     if moved_srl_model is not None:
         values["srl_model_path"] = moved_srl_model
-    args = TrainConfig.fromValues(values)
+    try:  # each recorded value as its flag reads it (an edited args.json: "seed": -5), before anything is written
+        args = checkedSettings(TrainConfig.fromValues(values))
+    except UsageError as error:
+        raise UsageError(f"--resume: {run_dir}/args.json holds a value its flag refuses: {error}") from None
     plan = planResume(run_dir, algo_class.supportsResume())
     if plan.state == "continue":
         what = "continue its model in a new run" if plan.model_path else "it saved no model yet: start it again"
