@@ -104,6 +104,26 @@ def test_a_damaged_monitor_row_skips_the_run_and_a_torn_last_line_is_ignored(tmp
     assert next(csv.DictReader(open(tmp_path / "out2" / "results.csv")))["runs"] == "2"
 
 
+def test_a_monitor_file_of_bytes_that_are_not_utf8_or_a_folder_skips_the_run(tmp_path):
+    """Bytes that are not UTF-8 in a monitor file (a damaged disk block), or a folder at its name, crashed the results
+    tools with a UnicodeDecodeError (IsADirectoryError) traceback: the run is skipped with one warning naming it."""
+    logs = tmp_path / "logs"
+    fakeRun(logs / "good", [1.0, 2.0, 3.0])
+    binary, folder = fakeRun(logs / "binary", [1.0, 2.0, 3.0], seed=1), fakeRun(logs / "folder", [1.0], seed=2)
+    monitor = os.path.join(binary, "monitor", "0.monitor.csv")
+    lines = open(monitor, "rb").readlines()
+    with open(monitor, "wb") as handle:
+        handle.writelines([*lines[:3], b"\x8c\xff\xfe,250,3.0\n", *lines[3:]])
+    os.remove(os.path.join(folder, "monitor", "0.monitor.csv"))
+    os.mkdir(os.path.join(folder, "monitor", "0.monitor.csv"))
+    result = runModule("replay.gather_results", "-i", logs, "--output-dir", tmp_path / "out")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    warned = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert any(f"{monitor} line 4" in line for line in warned), warned
+    assert any(f"{folder}/monitor/0.monitor.csv is a folder, not a file" in line for line in warned), warned
+    assert next(csv.DictReader(open(tmp_path / "out" / "results.csv")))["runs"] == "1"
+
+
 def test_steps_to_threshold_at_a_budget_reads_the_episodes_its_reward_reads(tmp_path):
     """At --timestep-budget, the row's reward averages the episodes within the budget (all of them when fewer than the
     window) but steps to threshold used the whole run's window: a run whose reward at 500 steps was above the

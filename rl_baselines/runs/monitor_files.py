@@ -65,7 +65,12 @@ class MonitorTail:
         rows: list[tuple[int, str, float, float, int, float]] = []
         for path in sorted(glob.glob(os.path.join(self.folder, f"*{MONITOR_SUFFIX}"))):
             if path not in self._files:
-                self._files[path] = (open(path, encoding="utf-8", newline=""), None, "", 0)
+                if os.path.isdir(path):  # (not a file of episodes: said as a damaged row, as a foreign header is)
+                    self.damaged.setdefault(path, [(0, "is a folder, not a file")])
+                    self._followed[path] = True
+                    continue
+                # bytes that are not UTF-8 (a damaged file) read as U+FFFD: their rows are damaged rows, not a crash
+                self._files[path] = (open(path, encoding="utf-8", errors="replace", newline=""), None, "", 0)
             handle, columns, pending, env_steps = self._files[path]
             text = pending + handle.read()
             lines = text.split("\n")
@@ -116,9 +121,11 @@ class MonitorTail:
     def damagedFiles(self) -> list[str]:
         """
         :return: one line per file with a damaged row before its last line (a torn last line is left out), e.g.
-            ``.../0.monitor.csv line 7: 'abc,250,3.0,False' is not an episode row``
+            ``.../0.monitor.csv line 7: 'abc,250,3.0,False' is not an episode row`` (``.../0.monitor.csv is a folder,
+            not a file`` for a folder)
         """
-        return [f"{path} line {rows[0][0]}: {rows[0][1][:40]!r} is not an episode row"
+        return [f"{path} {rows[0][1]}" if rows[0][0] == 0 else
+                f"{path} line {rows[0][0]}: {rows[0][1][:40]!r} is not an episode row"
                 for path, rows in sorted(self.damaged.items()) if self._followed.get(path)]
 
     @property
