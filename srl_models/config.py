@@ -346,6 +346,9 @@ def readSRLConfig(config_file: str) -> dict[str, dict[str, str]]:
     except (OSError, yaml.YAMLError) as error:
         reason = " ".join(str(error).split())
         raise SRLLookupError(f"SRL config file {config_file!r} is not readable YAML ({reason})") from None
+    except UnicodeDecodeError:
+        raise SRLLookupError(f"SRL config file {config_file!r} is not a text file (not UTF-8): give a YAML "
+                             "file") from None
     content = {} if content is None else content
     if not isinstance(content, dict):
         raise SRLLookupError(f"SRL config file {config_file!r} must map env ids to {{model name: folder}}, "

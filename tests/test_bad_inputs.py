@@ -65,6 +65,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     bad.mkdir()
     (bad / "garbage.zip").write_bytes(b"this is not a model" * 10)
     (bad / "corrupt.yaml").write_text("n_steps: [64\nlearning_rate: 0.1\n")
+    (bad / "binary.yaml").write_bytes(b"n_steps: 64\n\x8c\xff\xfe: 2\n")  # not UTF-8 (it was a traceback)
     (bad / "cg_damping.yaml").write_text("cg_damping: 0.2\n")  # trpo's, not gail's default learner's
     (bad / "zoo_n_envs.yaml").write_text("MobileRobotGymEnv-v0:\n  n_envs: 8\n  n_steps: 64\n")
     (bad / "zoo_huge_buffer.yaml").write_text("MobileRobotGymEnv-v0:\n  buffer_size: 1e14\n")  # beyond any memory

@@ -151,8 +151,9 @@ def buildParser() -> CLIParser:
                         "of the folder the commands run in, the repository root or the current directory, where "
                         "other prepare commands reuse them; --quick: <bench-dir>/data); relative to the current "
                         f"directory [{DEFAULT_BENCH_DIR}; --quick: {QUICK_BENCH_DIR}]")
-    parser.add_argument("--runs-file", type=nonEmptyText, default=None, help="the archive of finished runs, written by every report and "
-                        "reused by later invocations with the same settings "
+    parser.add_argument("--runs-file", type=nonEmptyText, default=None,
+                        help="the archive of finished runs, written by every report and reused by later invocations "
+                        "with the same settings "
                         f"[{os.path.relpath(RUNS_FILE, ROOT)}; --quick: <bench-dir>/{ARCHIVE_NAME}]")
     parser.add_argument("--compare-to", type=nonEmptyText, default=None, metavar="FILE",
                         help="an archive of finished runs (the format of --runs-file, or that file itself): after each "
@@ -168,8 +169,9 @@ def buildParser() -> CLIParser:
     parser.add_argument("--rerun", nargs="+", action=ListOnce, default=[], metavar="ENV",
                         help="ignore the archived runs of these envs: prepare and run them again (the runs finished in "
                              "the bench folder are still kept); their new runs replace the archived records")
-    parser.add_argument("--doc", type=nonEmptyText, default=None, help="markdown file whose 'Does SRL help?' block is replaced (added "
-                        "at the end of a file without it; a new file in an existing folder is made) "
+    parser.add_argument("--doc", type=nonEmptyText, default=None,
+                        help="markdown file whose 'Does SRL help?' block is replaced (added at the end of a file "
+                        "without it; a new file in an existing folder is made) "
                         "[docs/srl.md; --quick: <bench-dir>/srl_rl.md]")
     parser.add_argument("--image-dir", type=nonEmptyText, default=None, help="folder of the learning-curve PNGs "
                         "[docs/images; --quick: <bench-dir>/images]")

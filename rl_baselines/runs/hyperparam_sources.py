@@ -94,6 +94,8 @@ def _loadYaml(path: str) -> Any:
         raise UsageError(f"--hyperparam-file {path!r}: {error.strerror}") from None
     except yaml.YAMLError as error:
         raise UsageError(f"--hyperparam-file {path!r} is not valid YAML ({str(error).splitlines()[0]})") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--hyperparam-file {path!r} is not a text file (not UTF-8): give a YAML file") from None
 
 
 def _envSection(path: str, content: dict[Any, Any], env_id: str) -> dict[Any, Any]:
