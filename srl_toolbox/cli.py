@@ -452,7 +452,8 @@ def checkWritableFolder(folder: str, flag: str, value: str | None = None) -> Non
 def checkOutputFile(path: str, flag: str) -> None:
     """
     Refuse an output file's path before any work: a folder at the path itself (the final rename onto it would fail
-    after all the work), or a folder for it that cannot be written (see :func:`checkWritableFolder`).
+    after all the work), a name that is only an extension (``.png``: a hidden file), or a folder for it that cannot
+    be written (see :func:`checkWritableFolder`).
 
     :param path: the file the command will write (made or replaced later)
     :param flag: the option that gave it, for the message (e.g. ``--output``)
@@ -473,6 +474,9 @@ def checkOutputFiles(paths: Iterable[str], flag: str) -> None:
     for path in paths:
         if os.path.isdir(path):
             raise UsageError(f"{flag} {path!r} is a folder, not a file: give the file's path")
+        if re.fullmatch(r"\.[A-Za-z0-9]+", os.path.basename(path)):  # (``--video .gif``: a hidden file named .gif)
+            raise UsageError(f"{flag} {path!r} names no file, only its extension: give a name before it (e.g. "
+                             f"out{os.path.basename(path)})")
         checkNameLength(os.path.basename(path), os.path.dirname(os.path.abspath(path)), flag, TEMPORARY_NAME_EXTRA,
                         "file name", value=path)
     folders: dict[str, str] = {}  # each folder once, named by the first file given into it

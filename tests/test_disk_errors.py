@@ -211,6 +211,17 @@ def test_train_and_the_dataset_generator_refuse_a_dangling_link_before_any_work(
     assert code == USAGE_EXIT_CODE and "symbolic link in a loop" in _assertOneErrorLine(stderr)
 
 
+def test_an_output_name_that_is_only_an_extension_is_refused(tmp_path) -> None:
+    """``--video .gif`` and compare_plots' ``-o .png`` wrote hidden files named .gif and .png: refused in one line."""
+    for name in (".gif", ".mp4", ".PNG"):
+        with pytest.raises(UsageError, match=rf"^--video '.*/\{name}' names no file, only its extension: give a name "
+                                             rf"before it \(e\.g\. out\{name}\)$"):
+            checkOutputFile(str(tmp_path / name), "--video")
+    checkOutputFile(str(tmp_path / "a.gif"), "--video")
+    checkOutputFile(str(tmp_path / ".hidden.gif"), "--video")  # (a name, hidden by choice)
+    assert not os.listdir(tmp_path)
+
+
 def test_a_name_too_long_with_the_temporary_suffix_is_refused(tmp_path, capsys):
     limit = os.pathconf(tmp_path, "PC_NAME_MAX")
     longest = limit - files.TEMPORARY_NAME_EXTRA  # a temporary file's name then just fits
