@@ -545,3 +545,23 @@ def test_default_checkpoints_are_five_per_run_and_a_resumed_run_keeps_their_step
     assert _steps(run_dir) == [512]
     assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
     assert _steps(run_dir) == [512, 896, 1280, 1664, 2048]
+
+
+def test_an_args_json_that_builds_another_env_than_the_checkpoints_is_refused_before_anything_is_written(
+        tmp_path, monkeypatch):
+    """args.json edited to continuous actions on a run of discrete ones: a traceback (SB3's "Action spaces do not
+    match") after the monitor files and progress.csv had been rewritten; now one line naming args.json."""
+    args = [*GT, "--algo", "ppo2", "--num-timesteps", "1000", "--seed", "3", "--num-cpu", "1", "--checkpoint-freq",
+            "256"]
+    run_dir = interruptedRun(monkeypatch, str(tmp_path / "stopped"), args, at_step=600)
+    path = os.path.join(run_dir, "args.json")
+    with open(path) as handle:
+        recorded = json.load(handle)
+    with open(path, "w") as handle:
+        json.dump({**recorded, "continuous_actions": True}, handle)
+    before = {name: os.path.getmtime(name) for name in glob.glob(os.path.join(run_dir, "**", "*"), recursive=True)}
+    with pytest.raises(UsageError, match=rf"^--resume: {re.escape(path)} does not rebuild the checkpoint's env: .* was "
+                                         r"trained with discrete actions, this run has continuous actions"):
+        train.main(["--resume", run_dir, "--no-vis", "--no-progress"])
+    assert {name: os.path.getmtime(name) for name in glob.glob(os.path.join(run_dir, "**", "*"), recursive=True)} \
+        == before

@@ -48,9 +48,11 @@ from rl_baselines.core.checkpointing import (
     DamagedCheckpointError,
     checkManifest,
     checkpointFolders,
+    checkSavedSpaces,
     listCheckpoints,
     readManifest,
 )
+from rl_baselines.core.plugin_v1 import makeEnv
 from rl_baselines.core.registry import algoChoicesText, registered_rl
 from rl_baselines.core.run_folder import (
     CHECKPOINTS_DIR,
@@ -534,6 +536,10 @@ def checkPlan(plan: ResumePlan, args: TrainConfig, algo_class: type) -> None:
                       {"env": args.env, "srl_model": args.srl_model, "srl_model_hash": srl_hash}, check_files=False)
     except CheckpointError as error:
         raise UsageError(f"--resume: {error}{advice}") from None
+    try:  # the env its settings build takes the checkpoint's actions and observations (an edited args.json: -c)
+        checkSavedSpaces(manifest, args.runSettings().replace(continue_from=plan.checkpoint), algo_class, makeEnv)
+    except ValueError as error:
+        raise UsageError(f"--resume: {plan.run_dir}/args.json does not rebuild the checkpoint's env: {error}") from None
     monitor_dir = RunFolder(plan.run_dir).monitor_dir
     for name, size in plan.run_state.get("monitor", {}).items():
         path = os.path.join(monitor_dir, name)
