@@ -221,26 +221,29 @@ class LoadedRun:
         # (a Kuka run of physics version 1 is replayed under it: recordedPhysicsKeywords)
         kwargs = {**settings.env_kwargs, **recordedPhysicsKeywords(self.run_dir, self.args.env), **(env_kwargs or {})}
         env = makeEnv(self.algo_class, settings, kwargs, load_path_normalise=self.model_folder)
-        if env_kwargs:
-            try:
-                self._checkEnv(env, env_kwargs)
-            except ValueError:
-                env.close()
-                raise
+        try:
+            self._checkEnv(env, env_kwargs)
+        except ValueError:
+            env.close()
+            raise
         return env
 
-    def _checkEnv(self, env: Any, env_kwargs: dict[str, Any]) -> None:
+    def _checkEnv(self, env: Any, env_kwargs: dict[str, Any] | None) -> None:
         """
         :param env: the VecEnv :meth:`makeEnv` built with ``env_kwargs`` over the run's keywords
-        :param env_kwargs: the caller's keywords
-        :raises ValueError: its observation or action space is not the agent's (:func:`spacesFit`), or it lacks the
-            normalisation saved beside the model (one line)
+        :param env_kwargs: the caller's keywords (None or empty: the run's own, which an edited args.json may make
+            build another env than the agent's)
+        :raises ValueError: its observation or action space is not the agent's (:func:`spacesFit`), or (with
+            ``env_kwargs``) it lacks the normalisation saved beside the model (one line)
         """
         for what, agent_space, env_space in (("observation", agentObservationSpace(self.model), env.observation_space),
                                              ("action", agentActionSpace(self.model), env.action_space)):
             if agent_space is not None and not spacesFit(agent_space, env_space):
-                raise ValueError(f"env_kwargs {env_kwargs!r} change the {what} space: the agent takes {agent_space}, "
-                                 f"the env gives {env_space}")
+                cause = (f"env_kwargs {env_kwargs!r} change the {what} space" if env_kwargs else
+                         f"{self.run_dir}/args.json builds another {what} space than the agent's")
+                raise ValueError(f"{cause}: the agent takes {agent_space}, the env gives {env_space}")
+        if not env_kwargs:
+            return
         normalisation = os.path.join(self.model_folder, NORMALISATION_FILE)
         if os.path.isfile(normalisation) and findVecNormalize(env) is None:
             raise ValueError(f"env_kwargs {env_kwargs!r} leave out the run's observation normalisation "

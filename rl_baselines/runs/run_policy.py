@@ -227,8 +227,8 @@ class RunPolicy:
 
         :param num_threads: torch's intra-op threads for this process (None: leave torch's setting)
         :return: self
-        :raises ValueError: the algorithm is not installed, the model is missing or corrupt, or the run's SRL model
-            is missing or changed
+        :raises ValueError: the algorithm is not installed, the model is missing or corrupt or acts in another kind of
+            actions than args.json says, or the run's SRL model is missing or changed
         """
 
         if num_threads is not None:
@@ -245,6 +245,10 @@ class RunPolicy:
         # On the CPU whatever the run trained on (see the encoder below); ValueError on a corrupt model.
         settings = TrainConfig.fromValues(vars(self.args)).runSettings().replace(device="cpu")
         self.agent = loadModel(algo_class, model_path, settings)
+        actions = agentActionSpace(self.agent)
+        if actions is not None and isinstance(actions, gym.spaces.Discrete) == self.continuous:  # (an edited args.json)
+            raise ValueError(f"{self.run_dir}/args.json says {'continuous' if self.continuous else 'discrete'} "
+                             f"actions, but its agent takes {actions}")
         space = agentObservationSpace(self.agent)
         if isinstance(space, gym.spaces.Dict):
             if sorted(space.spaces) != sorted(GOAL_OBSERVATION_KEYS):
