@@ -565,3 +565,23 @@ def test_an_args_json_that_builds_another_env_than_the_checkpoints_is_refused_be
         train.main(["--resume", run_dir, "--no-vis", "--no-progress"])
     assert {name: os.path.getmtime(name) for name in glob.glob(os.path.join(run_dir, "**", "*"), recursive=True)} \
         == before
+
+
+def test_a_damaged_progress_csv_is_refused_before_it_is_cut(tmp_path, monkeypatch):
+    """A progress.csv of bytes that are not text was cut to the checkpoint's length, then the resume crashed with a
+    UnicodeDecodeError (IsADirectoryError for a folder): refused in one line, the file as it was."""
+    args = [*GT, "--algo", "ppo2", "--num-timesteps", "1000", "--seed", "3", "--num-cpu", "1", "--checkpoint-freq",
+            "256"]
+    run_dir = interruptedRun(monkeypatch, str(tmp_path / "stopped"), args, at_step=600)
+    progress = os.path.join(run_dir, "progress.csv")
+    kept = open(progress, "rb").read()
+    for damage, message in ((b"\x8c\xff\xfe" * 1000, "is not text (not UTF-8)"),
+                            (kept.split(b"\n", 1)[0] + b"\n", "has 1 line, fewer than the")):
+        with open(progress, "wb") as handle:
+            handle.write(damage)
+        with pytest.raises(UsageError, match=rf"^--resume: {re.escape(progress)} {re.escape(message)}"):
+            train.main(["--resume", run_dir, "--no-vis", "--no-progress"])
+        assert open(progress, "rb").read() == damage
+    with open(progress, "wb") as handle:
+        handle.write(kept)
+    assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0

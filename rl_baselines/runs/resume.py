@@ -519,7 +519,8 @@ def checkPlan(plan: ResumePlan, args: TrainConfig, algo_class: type) -> None:
     :param plan: from :func:`loadResumeArgs`
     :param args: the validated arguments
     :param algo_class: the algorithm's class
-    :raises UsageError: mismatch, monitor files shorter than at the checkpoint
+    :raises UsageError: mismatch, monitor files shorter than at the checkpoint, a progress.csv that is not text or
+        has fewer rows than at the checkpoint
     """
     if plan.state != "resume":
         return
@@ -546,6 +547,18 @@ def checkPlan(plan: ResumePlan, args: TrainConfig, algo_class: type) -> None:
         if not os.path.isfile(path) or os.path.getsize(path) < int(size):
             raise UsageError(f"--resume: {path} is missing or shorter than at the checkpoint ({size} bytes): the "
                              f"run's episodes cannot be continued")
+    progress, rows = RunFolder(plan.run_dir).progress_file, int(plan.run_state.get("progress_lines") or 0)
+    if rows:  # (cut to its checkpoint's rows and continued: text of at least that many lines)
+        try:
+            with open(progress, encoding="utf-8") as handle:
+                lines = handle.read().count("\n")
+        except (OSError, UnicodeDecodeError) as error:
+            why = "is not text (not UTF-8)" if isinstance(error, UnicodeDecodeError) else \
+                f"cannot be read ({error.strerror or error})"
+            raise UsageError(f"--resume: {progress} {why}: the run's progress rows cannot be continued") from None
+        if lines < rows:
+            raise UsageError(f"--resume: {progress} has {lines} line{'' if lines == 1 else 's'}, fewer than the "
+                             f"{rows} at the checkpoint: the run's progress rows cannot be continued")
 
 
 def applyPlan(plan: ResumePlan, config: TrainConfig) -> TrainConfig:
