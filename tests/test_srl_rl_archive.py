@@ -105,9 +105,13 @@ def test_report_covers_the_archived_env_beside_the_one_run(archived_mobile, tmp_
     _finishedBench(_settings(["--env", env_plans.KUKA, *SMALL]), env_plans.KUKA, finished_at="2026-11-22T08:00:00")
     doc, images = tmp_path / "srl.md", tmp_path / "images"
     doc.write_text("# SRL\n")
+    capsys.readouterr()
     code = cli.main(["--env", env_plans.KUKA, *SMALL, "--report-only", "--runs-file", archive, "--doc", str(doc),
                         "--image-dir", str(images)])
     assert code == 0
+    # a document outside the repository by its absolute path, as the figures are (it was ../../tmp/...)
+    out = capsys.readouterr().out
+    assert f"Wrote the section 'Does SRL help?' of {doc}\n" in out
     text = doc.read_text()
     mobile, kuka = text.index(f"### {MOBILE}"), text.index(f"### {env_plans.KUKA}")
     assert mobile < kuka  # the plan set's order
@@ -121,7 +125,7 @@ def test_report_covers_the_archived_env_beside_the_one_run(archived_mobile, tmp_
     for env in (MOBILE, env_plans.KUKA):
         assert (images / f"srl_rl_{env}.png").read_bytes()[:4] == b"\x89PNG"
     assert len(json.loads(open(archive).read())) == 12  # Kuka's runs archived beside MobileRobot's
-    assert "Archived 6 run(s)" in capsys.readouterr().out
+    assert "Archived 6 run(s)" in out
 
 
 @pytest.mark.usefixtures("groundTruthAsOthers")

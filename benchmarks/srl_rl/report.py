@@ -397,7 +397,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
         print(f"\n{SECTION_TITLE}\n\n{section}")
     else:
         writeMarked(doc, section)
-        print(f"\nWrote the section {SECTION_TITLE[3:]!r} of {os.path.relpath(doc)}")
+        print(f"\nWrote the section {SECTION_TITLE[3:]!r} of {displayPath(doc)}")
     print(f"Wall time: {wall}")
     if missing:
         print(f"{missing} expected run(s) have not finished: the same command again runs only those")
