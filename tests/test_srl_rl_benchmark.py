@@ -104,6 +104,12 @@ def test_summary_threshold_welch_and_missing_rows(runs) -> None:
     assert f"or above ({230 - stats.sem(gt_finals):.2f}): none." in sentences  # the vae's 226.7 is below
     assert "raw pixels never reached it): vae." in sentences
     assert "(Welch): vae (better), autoencoder (worse)." in sentences
+    # one ground-truth seed has no standard error: the sentence does not speak of one
+    alone = [analysis.ObservationSummary("ground_truth", [None], 1, [230.0], (230.0, math.nan), (0.0, 0.0)),
+             analysis.ObservationSummary("vae", [None], 1, [231.0], (231.0, math.nan), (0.0, 0.0))]
+    assert analysis.verdicts(alone, None, ["vae"]) == [
+        "Learned representations whose mean final reward is at or above ground truth's (one seed: no standard error) "
+        "(230.00): vae."]
 
 
 def test_agreement_with_the_paper() -> None:

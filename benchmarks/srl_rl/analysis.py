@@ -335,8 +335,10 @@ def verdicts(rows: Sequence[ObservationSummary], threshold: float | None, learne
     if learned:
         level = reference.final[0] - (0.0 if math.isnan(reference.final[1]) else reference.final[1])
         close = [row.observation for row in done if row.final[0] >= level]
-        sentences.append("Learned representations whose mean final reward is within one standard error of ground "
-                         f"truth's or above ({level:.2f}): {', '.join(close) or 'none'}.")
+        within = ("at or above ground truth's (one seed: no standard error)" if math.isnan(reference.final[1]) else
+                  "within one standard error of ground truth's or above")
+        sentences.append(f"Learned representations whose mean final reward is {within} ({level:.2f}): "
+                         f"{', '.join(close) or 'none'}.")
     if threshold is not None and pixels is not None:
         pixel_median, pixel_share = medianReach(pixels), reachedShare(pixels)
         faster = [row.observation for row in compared if (median := medianReach(row)) is not None
