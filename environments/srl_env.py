@@ -187,6 +187,27 @@ def discreteActionIndex(action: Any, n: int) -> int:
     return index
 
 
+def continuousAction(action: Any, size: int, names: str = "") -> np.ndarray:
+    """
+    A continuous action checked as gymnasium's ``Box`` of shape ``(size,)`` takes it: ``size`` finite numbers, in an
+    array (or a list) of that shape, or of shape ``(1, size)`` (one env's action as a batch of one, as SB3's
+    ``predict`` gives it for a batched observation).
+
+    :param action: what was passed to ``step``
+    :param size: the number of values
+    :param names: what the values are, for the message (`` (steering, gas, brake)``)
+    :return: the values, float64 of shape ``(size,)``
+    :raises ValueError: in one line naming the action, for another shape (``(size, 1)``, a scalar), a NaN or an
+        infinite value
+    """
+    values = np.asarray(action, dtype=np.float64)
+    values = values[0] if values.shape == (1, size) else values
+    if values.shape != (size,) or not np.all(np.isfinite(values)):
+        raise ValueError(f"continuous action must be {size} finite value{'' if size == 1 else 's'}{names} of shape "
+                         f"({size},), got {action!r}")
+    return values
+
+
 def _isWholeNumber(value: Any) -> bool:
     """:return: whether ``value`` is an integer (Python's, numpy's) or an integer-valued float, not a bool or a
     string (the size keywords: ``max_steps``, ``render_size``, ``img_shape``'s entries)"""

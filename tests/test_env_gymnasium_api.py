@@ -147,7 +147,8 @@ def test_a_discrete_action_that_is_no_integer_is_refused_in_one_line(env_id: str
                                     "CarRacingGymEnv-v0"])  # one per step() of its own
 def test_a_continuous_action_that_is_not_finite_is_refused_in_one_line(env_id: str) -> None:
     """The mobile robots and Omnirobot took a NaN move as a bump (-1, the robot kept still) and an infinite one as a
-    full move, where the Kuka arms and CarRacing refused both, as gymnasium's Box.contains does."""
+    full move, where the Kuka arms and CarRacing refused both, as gymnasium's Box.contains does; an array of another
+    shape with as many values ([[0.5], [0.5]]) is refused too."""
     env = gym.make(env_id, srl_model="ground_truth", is_discrete=False).unwrapped
     try:
         env.reset(seed=0)
@@ -158,6 +159,14 @@ def test_a_continuous_action_that_is_not_finite_is_refused_in_one_line(env_id: s
             action[0] = bad
             with pytest.raises(ValueError, match=r"^continuous action must be \d finite value"):
                 env.step(action)
+        # another shape holding as many values, as gymnasium's Box.contains refuses it (it was taken, flattened); one
+        # env's action as a batch of one is taken (SB3's predict on a batched observation)
+        env.step(np.zeros((1, size)))
+        for bad in (np.zeros((size, 1)), np.zeros((1, 1, size)), 0.5):
+            with pytest.raises(ValueError, match=rf"^continuous action must be {size} finite values.* of shape "
+                                                 rf"\({size},\), got "):
+                env.step(bad)
+        env.step(list(np.zeros(size)))  # (a list of the values, as Box.contains takes one)
     finally:
         env.close()
 

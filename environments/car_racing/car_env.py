@@ -26,7 +26,7 @@ with warnings.catch_warnings():
 from gymnasium.utils import EzPickle  # noqa: E402
 from pygame import gfxdraw  # noqa: E402
 
-from environments.srl_env import SRLGymEnv, discreteActionIndex  # noqa: E402
+from environments.srl_env import SRLGymEnv, continuousAction, discreteActionIndex  # noqa: E402
 
 
 class _SizedCarRacing(car_racing.CarRacing):
@@ -220,9 +220,7 @@ class CarRacingGymEnv(SRLGymEnv):
             index = discreteActionIndex(action, len(self._discrete_actions))
             command = self._discrete_actions[index]
         else:
-            values = np.asarray(action, dtype=np.float64).reshape(-1)
-            if values.shape != (3,) or not np.all(np.isfinite(values)):
-                raise ValueError(f"continuous action must be 3 finite values (steering, gas, brake), got {action!r}")
+            values = continuousAction(action, 3, " (steering, gas, brake)")
             clipped = np.clip(values, -1.0, 1.0)
             command = np.array((clipped[0], (clipped[1] + 1.0) / 2.0, (clipped[2] + 1.0) / 2.0))
         self._frame, reward, terminated, _, info = self._car.step(command)

@@ -35,7 +35,7 @@ import numpy as np
 
 from environments.bullet import BulletClient, framingProjection, pybullet, pybullet_data, silencedCOutput
 from environments.kuka.background import PLANE_URDF, TABLE_URDF, StaticBackground, cameraImage, setVisible
-from environments.srl_env import ENVIRONMENT_SRL_MODES, FRESH_WORLD, SRLGymEnv, discreteActionIndex
+from environments.srl_env import ENVIRONMENT_SRL_MODES, FRESH_WORLD, SRLGymEnv, continuousAction, discreteActionIndex
 
 # URDFs are resolved from this file, never from the current directory.
 URDF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "urdf")
@@ -436,11 +436,7 @@ class KukaButtonGymEnv(SRLGymEnv):
             index = discreteActionIndex(action, 6)
             self._moveEffector(self._discrete_moves[index] * (self.DELTA_V + rng.normal(0.0, self.NOISE_STD)))
         else:
-            move = np.asarray(action, dtype=np.float64).reshape(-1)
-            if move.shape != self.action_space.shape or not np.all(np.isfinite(move)):
-                raise ValueError(f"continuous action must be {self.action_space.shape[0]} finite values, got "
-                                 f"{action!r}")
-            move = np.clip(move, -1.0, 1.0)
+            move = np.clip(continuousAction(action, self.action_space.shape[0]), -1.0, 1.0)
             if self.action_joints:
                 self._moveJoints(move * (self.DELTA_THETA + rng.normal(0.0, self.NOISE_STD_JOINTS)))
             else:

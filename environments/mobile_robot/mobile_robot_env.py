@@ -20,7 +20,7 @@ import numpy as np
 
 from environments.bullet import BulletClient, framingProjection, pybullet, pybullet_data, silencedCOutput
 from environments.mobile_robot.sprite_renderer import SpriteRenderer
-from environments.srl_env import REFERENCE_RENDERER, SRLGymEnv, discreteActionIndex
+from environments.srl_env import REFERENCE_RENDERER, SRLGymEnv, continuousAction, discreteActionIndex
 
 # URDFs are resolved from this file, never from the current directory.
 URDF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "urdf")
@@ -317,10 +317,7 @@ class MobileRobotGymEnv(SRLGymEnv):
             index = discreteActionIndex(action, self._n_discrete)
             dx, dy = self._discrete_moves[index]
         else:
-            move = np.asarray(action, dtype=np.float64).reshape(-1)
-            if move.shape != (self.CONTINUOUS_ACTION_DIM,) or not np.all(np.isfinite(move)):
-                raise ValueError(f"continuous action must be {self.CONTINUOUS_ACTION_DIM} finite value(s), got "
-                                 f"{action!r}")
+            move = continuousAction(action, self.CONTINUOUS_ACTION_DIM)
             step = self.STEP_SIZE
             dx = min(max(float(move[0]), -1.0), 1.0) * step
             dy = min(max(float(move[1]), -1.0), 1.0) * step if self._move_y else 0.0

@@ -15,7 +15,7 @@ import cv2
 import gymnasium as gym
 import numpy as np
 
-from environments.srl_env import SRLGymEnv, discreteActionIndex
+from environments.srl_env import SRLGymEnv, continuousAction, discreteActionIndex
 
 
 class OmnirobotEnv(SRLGymEnv):
@@ -128,9 +128,7 @@ class OmnirobotEnv(SRLGymEnv):
             index = discreteActionIndex(action, 4)
             dx, dy = self._discrete_moves[index]
         else:
-            move = np.asarray(action, dtype=np.float64).reshape(-1)
-            if move.shape != (2,) or not np.all(np.isfinite(move)):
-                raise ValueError(f"continuous action must be 2 finite values, got {action!r}")
+            move = continuousAction(action, 2)
             dx = min(max(float(move[0]), -1.0), 1.0) * self.STEP_SIZE
             dy = min(max(float(move[1]), -1.0), 1.0) * self.STEP_SIZE
         x, y = self._robot_x + dx, self._robot_y + dy
