@@ -30,6 +30,7 @@ from rl_baselines.core.checkpointing import listCheckpoints
 from rl_baselines.envs.factory import NORMALISATION_FILE, findVecNormalize
 from rl_baselines.runs import train
 from rl_baselines.runs.loaded_run import LoadedRun
+from rl_baselines.runs.run_policy import RunPolicy
 from srl_toolbox.cli import UsageError
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
@@ -360,3 +361,20 @@ def test_a_run_that_saved_no_model_yet_says_when_it_will(checkpointedRun, tmp_pa
                                          r"next rollout's start\), its best model once 100 episodes have finished "
                                          r"\(--min-episodes-save\)$"):
         enjoy_baselines.main(["--log-dir", run_dir, *REPLAY])
+
+
+def test_an_args_json_edited_to_another_action_kind_is_refused_by_the_replay_and_the_recorder(tmp_path, trainedRun):
+    """args.json edited to continuous actions beside a discrete agent: enjoy_baselines and the dataset generator's
+    --policy crashed in the env's step ("continuous action must be 2 finite value(s)"), the recorder after making its
+    dataset folder: one line naming args.json, nothing written."""
+    run_dir = str(tmp_path / "edited")
+    shutil.copytree(trainedRun, run_dir)
+    with open(os.path.join(run_dir, "args.json")) as handle:
+        recorded = json.load(handle)
+    with open(os.path.join(run_dir, "args.json"), "w") as handle:
+        json.dump({**recorded, "continuous_actions": True}, handle)
+    with pytest.raises(UsageError, match=r"args\.json builds another action space than the agent's: the agent takes "
+                                         r"Discrete\(4\), the env gives Box"):
+        enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "4"])
+    with pytest.raises(ValueError, match=r"args\.json says continuous actions, but its agent takes Discrete\(4\)$"):
+        RunPolicy(run_dir).load()

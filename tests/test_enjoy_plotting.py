@@ -689,19 +689,3 @@ def test_the_trajectory_reads_as_the_top_down_frames_of_the_episode():
     target_line = replay_plots.trajectoryFigure(line_trace).axes[0].lines[-1]  # the line x = 3.6: across the frame
     assert list(target_line.get_ydata()) == [3.6, 3.6], target_line.get_xydata()
 
-
-def test_an_args_json_edited_to_another_action_kind_is_refused_by_the_replay_and_the_recorder(tmp_path, trainedRun):
-    """args.json edited to continuous actions beside a discrete agent: enjoy_baselines and the dataset generator's
-    --policy crashed in the env's step ("continuous action must be 2 finite value(s)"), the recorder after making its
-    dataset folder: one line naming args.json, nothing written."""
-    run_dir = str(tmp_path / "edited")
-    shutil.copytree(trainedRun, run_dir)
-    with open(os.path.join(run_dir, "args.json")) as handle:
-        recorded = json.load(handle)
-    with open(os.path.join(run_dir, "args.json"), "w") as handle:
-        json.dump({**recorded, "continuous_actions": True}, handle)
-    with pytest.raises(UsageError, match=r"args\.json builds another action space than the agent's: the agent takes "
-                                         r"Discrete\(4\), the env gives Box"):
-        enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "4"])
-    with pytest.raises(ValueError, match=r"args\.json says continuous actions, but its agent takes Discrete\(4\)$"):
-        RunPolicy(run_dir).load()
