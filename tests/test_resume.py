@@ -569,7 +569,8 @@ def test_an_args_json_that_builds_another_env_than_the_checkpoints_is_refused_be
 
 def test_a_damaged_progress_csv_is_refused_before_it_is_cut(tmp_path, monkeypatch):
     """A progress.csv of bytes that are not text was cut to the checkpoint's length, then the resume crashed with a
-    UnicodeDecodeError (IsADirectoryError for a folder): refused in one line, the file as it was."""
+    UnicodeDecodeError (IsADirectoryError for a folder): refused in one line, the file as it was; so is a folder
+    where the run's lock file goes."""
     args = [*GT, "--algo", "ppo2", "--num-timesteps", "1000", "--seed", "3", "--num-cpu", "1", "--checkpoint-freq",
             "256"]
     run_dir = interruptedRun(monkeypatch, str(tmp_path / "stopped"), args, at_step=600)
@@ -584,4 +585,12 @@ def test_a_damaged_progress_csv_is_refused_before_it_is_cut(tmp_path, monkeypatc
         assert open(progress, "rb").read() == damage
     with open(progress, "wb") as handle:
         handle.write(kept)
+    # a folder in the lock file's place was an IsADirectoryError traceback
+    lock = os.path.join(run_dir, ".train.lock")
+    if os.path.exists(lock):
+        os.remove(lock)
+    os.mkdir(lock)
+    with pytest.raises(UsageError, match=rf"^--resume: {re.escape(lock)} is not a file \(the run's lock file\)"):
+        train.main(["--resume", run_dir, "--no-vis", "--no-progress"])
+    os.rmdir(lock)
     assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0

@@ -635,10 +635,13 @@ def lockRun(run_dir: str) -> BaseFileLock:
 
     :param run_dir: the run folder
     :return: the held lock (keep a reference to it; ``.release()`` gives it back)
-    :raises UsageError: another process holds it (the run is training right now)
+    :raises UsageError: another process holds it (the run is training right now), or a folder (or another thing
+        that is not a file) is in the lock file's place
     """
-
-    handle = tryLock(os.path.join(run_dir, LOCK_FILE))
+    path = os.path.join(run_dir, LOCK_FILE)
+    if os.path.lexists(path) and not os.path.isfile(path):
+        raise UsageError(f"--resume: {path} is not a file (the run's lock file): remove it, then resume")
+    handle = tryLock(path)
     if handle is None:
         raise UsageError(f"--resume: {run_dir} is being trained by another process right now (it holds "
                          f"{LOCK_FILE}); stop that one first") from None
