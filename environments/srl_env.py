@@ -70,6 +70,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.utils import EzPickle
 
+from srl_toolbox.text import counted
+
 # Observation modes the env computes itself; anything else is a learned model fed with pixels.
 ENVIRONMENT_SRL_MODES = ("ground_truth", "raw_pixels", "joints", "joints_position")
 # (channels, height, width) of the camera images without img_shape
@@ -203,8 +205,8 @@ def continuousAction(action: Any, size: int, names: str = "") -> np.ndarray:
     values = np.asarray(action, dtype=np.float64)
     values = values[0] if values.shape == (1, size) else values
     if values.shape != (size,) or not np.all(np.isfinite(values)):
-        raise ValueError(f"continuous action must be {size} finite value{'' if size == 1 else 's'}{names} of shape "
-                         f"({size},), got {action!r}")
+        raise ValueError(f"continuous action must be {counted(size, 'finite value')}{names} of shape ({size},), got "
+                         f"{action!r}")
     return values
 
 

@@ -44,6 +44,7 @@ from rl_baselines.sweeps.run_attempts import DONE_FILE, FAILED_FILE
 from srl_toolbox.cli import UsageError
 from srl_toolbox.files import readJson, writeNpz
 from srl_toolbox.plots import movingAverage
+from srl_toolbox.text import counted
 
 # Folders never walked into: the trials of a hyperparameter search are not seeds of one method.
 SKIPPED_FOLDERS = ("hyperparam_search",)
@@ -581,9 +582,8 @@ def safeName(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
 
-def plural(count: int, noun: str) -> str:
-    """:return: ``count`` and ``noun``, with an s unless it is 1"""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+# the replay tools' name for srl_toolbox.text.counted (``3 runs``)
+plural = counted
 
 
 def identityDigest(identity: str, digits: int = 8) -> str:

@@ -1,5 +1,6 @@
-"""Words in messages built around a name: the indefinite article a name takes (``an OmnirobotEnv-v0 run``); the
-short reprs of the Python API's result objects (a notebook shows what they hold at a glance, not every setting)."""
+"""Words in messages built around a name: the indefinite article a name takes (``an OmnirobotEnv-v0 run``), a count
+and its noun (``1 run``, ``2 runs``); the short reprs of the Python API's result objects (a notebook shows what they
+hold at a glance, not every setting)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -19,6 +20,11 @@ def withArticle(name: object) -> str:
     word = text.lstrip("'\"`").lower()
     vowel = word[:1] in ("a", "e", "i", "o", "u", "8") and not word.startswith(_CONSONANT_SOUNDS)
     return f"{'an' if vowel else 'a'} {text}"
+
+
+def counted(number: int, noun: str) -> str:
+    """:return: ``1 run``, ``2 runs``: the number and the noun, plural unless the number is 1"""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def shortRepr(name: str, items: Iterable[tuple[str, Any]]) -> str:

@@ -45,6 +45,7 @@ from rl_baselines.runs.args_format import withAddedSettings
 from rl_baselines.sweeps.sweep import expandGrid
 from srl_models import prepare
 from srl_models.registry import learnedModels
+from srl_toolbox.text import counted as counted  # (re-exported: the benchmark's modules count with it)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -228,11 +229,6 @@ def shown(command: Sequence[str], nice: int = 0) -> str:
     :return: it as typed in a shell from the repository root
     """
     return " ".join([*(["nice", "-n", str(nice)] if nice else []), "python", *(shlex.quote(part) for part in command)])
-
-
-def counted(number: int, noun: str) -> str:
-    """:return: ``1 run``, ``2 runs``: the number and the noun, plural unless the number is 1"""
-    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def duration(seconds: float) -> str:

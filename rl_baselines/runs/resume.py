@@ -75,7 +75,7 @@ from srl_toolbox.devices import parseDevice, parseThreads, reuseDevice
 from srl_toolbox.files import readJson, removeTemporaries, writeJson
 from srl_toolbox.locks import tryLock
 from srl_toolbox.settings import checkedSettings
-from srl_toolbox.text import withArticle
+from srl_toolbox.text import counted, withArticle
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
@@ -557,7 +557,7 @@ def checkPlan(plan: ResumePlan, args: TrainConfig, algo_class: type) -> None:
                 f"cannot be read ({error.strerror or error})"
             raise UsageError(f"--resume: {progress} {why}: the run's progress rows cannot be continued") from None
         if lines < rows:
-            raise UsageError(f"--resume: {progress} has {lines} line{'' if lines == 1 else 's'}, fewer than the "
+            raise UsageError(f"--resume: {progress} has {counted(lines, 'line')}, fewer than the "
                              f"{rows} at the checkpoint: the run's progress rows cannot be continued")
 
 
