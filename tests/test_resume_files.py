@@ -8,7 +8,6 @@ import errno
 import json
 import os
 import random
-import time
 
 import cma
 import gymnasium as gym
@@ -30,6 +29,7 @@ from rl_baselines.core.training_state import (
     restoreObjectState,
     saveBuffer,
 )
+from rl_baselines.envs import wrappers
 from rl_baselines.envs.wrappers import openMonitor
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.train_loop import checkpointInterval
@@ -133,17 +133,18 @@ def test_progress_csv_of_a_resumed_run_is_never_left_cut(tmp_path, monkeypatch):
     assert (tmp_path / "progress.csv").read_text() == kept + "3,4\n" and os.listdir(tmp_path) == ["progress.csv"]
 
 
-def test_a_continued_monitor_counts_the_time_trained_not_the_time_stopped(tmp_path) -> None:
+def test_a_continued_monitor_counts_the_time_trained_not_the_time_stopped(tmp_path, monkeypatch) -> None:
     """A resumed run's monitor rows go on from its last row's wall time (the run lay stopped for an hour here), so
     gather_results' wall time is the time the run trained; the header keeps the original start."""
     path = tmp_path / "0.monitor.csv"
-    path.write_text('#{"t_start": %r, "env_id": "None"}\nr,l,t\n1.0,250,12.5\n' % (time.time() - 3600.0))
+    path.write_text('#{"t_start": 1000.0, "env_id": "None"}\nr,l,t\n1.0,250,12.5\n')
+    monkeypatch.setattr(wrappers.time, "time", lambda: 4612.5)  # a fake clock: an hour after the last row
     env = openMonitor(MobileRobotGymEnv(), str(tmp_path / "0"), ())
     try:
-        assert 12.5 <= time.time() - env.t_start < 12.5 + 60
+        assert env.t_start == 4600.0  # the next row's t goes on from 12.5 s, not from 3612.5
     finally:
         env.close()
-    assert path.read_text().startswith('#{"t_start": ')  # the header is the original one
+    assert path.read_text().startswith('#{"t_start": 1000.0, ')  # the header is the original one
 
 
 def test_an_env_without_is_success_gets_an_empty_monitor_cell(tmp_path):
