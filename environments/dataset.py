@@ -143,7 +143,7 @@ class Dataset:
         sha256 (hex) over dataset_config.json (as parsed, keys sorted), every array of ARRAY_KEYS the dataset holds
         (dtype, shape and values; images_path without its first component, the folder's name) and the name and size
         of each image file images_path names (a missing one: size -1); not the images' bytes, which would cost a read
-        of every frame (the sizes of 100k frames take about 2 s to list).
+        of every frame.
 
         :return: the fingerprint
         """

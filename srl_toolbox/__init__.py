@@ -92,8 +92,8 @@ def interruptedHook(kind: type[BaseException], value: BaseException, traceback: 
 def takeIgnoredSigint() -> bool:
     """
     In a command started with SIGINT ignored (``cmd &`` in a shell script without job control): take it from here, by
-    Python's own handler, as :func:`srl_toolbox.signals.ctrlCTaken` does once the command runs. A ``kill -INT`` in the
-    seconds the command imports its libraries was otherwise lost, and the command ran on to its end.
+    Python's own handler, as :func:`srl_toolbox.signals.ctrlCTaken` does once the command runs, so that a
+    ``kill -INT`` in the seconds the command imports its libraries stops it.
 
     :return: whether SIGINT was ignored (and is now taken)
     """

@@ -15,9 +15,8 @@ class MobileRobot2TargetGymEnv(MobileRobotGymEnv):
     one current, and the first disc disappears from the images (so that pixels tell which target is current). The
     second target stays current until the end: every step spent near it gives +1. A bump gives -1 (it overrides
     the +1); ``shape_reward`` gives minus the distance to the current target. ``getTargetPos()`` and the relative
-    ground truth use the current target. Episodes last MAX_STEPS = 1500 steps (the issue's figure: the original
-    declared 1500 but ended episodes after 250). ``info["is_success"]``: within the threshold of the second target.
-    Actions are MobileRobotGymEnv's, continuous ones included (the original refused them).
+    ground truth use the current target. Episodes last MAX_STEPS = 1500 steps. ``info["is_success"]``: within the
+    threshold of the second target. Actions are MobileRobotGymEnv's, continuous ones included.
 
     :param kwargs: MobileRobotGymEnv's keywords (``random_target`` draws both targets in TARGET_RANGE)
     """

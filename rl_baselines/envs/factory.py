@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import json
 import math
 import multiprocessing
 import os
@@ -53,7 +52,7 @@ from srl_models.metrics import participationFactor
 from srl_toolbox.cli import pythonCommand
 from srl_toolbox.devices import runDevice
 from srl_toolbox.errors import UsageError
-from srl_toolbox.files import readJson, writeNpz
+from srl_toolbox.files import readJson, writeJson, writeNpz
 from srl_toolbox.signals import stopSignalsBlocked
 
 NORMALISATION_FILE = "vecnormalize.npz"
@@ -357,9 +356,7 @@ class ReportingThunk:
             return self.thunk()
         except Exception as error:
             report = {"module": type(error).__module__, "name": type(error).__qualname__, "message": str(error)}
-            with open(self.report_path + ".part", "w", encoding="utf-8") as handle:
-                json.dump(report, handle)
-            os.replace(self.report_path + ".part", self.report_path)
+            writeJson(self.report_path, report)
             raise SystemExit(1) from None  # multiprocessing ends the worker without a traceback
 
 

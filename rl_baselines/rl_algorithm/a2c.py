@@ -24,6 +24,6 @@ class A2CModel(StableBaselinesRLObject):
 
     @classmethod
     def threadsHelp(cls, image_observations: bool) -> bool:
-        """:return: False: its updates of n_steps x n_envs frames ran faster on one CPU thread than on two, on images
-        too (2 cores; docs/benchmarks.md, "Torch threads per algorithm on images")"""
+        """:return: False: its updates of n_steps x n_envs frames run faster on one CPU thread than on two, on images
+        too (measured on 2 cores: docs/benchmarks.md, "Torch threads per algorithm on images")"""
         return False

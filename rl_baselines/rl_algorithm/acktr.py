@@ -82,8 +82,8 @@ class ACKTRModel(TorchActorCritic):
 
     @classmethod
     def threadsHelp(cls, image_observations: bool) -> bool:
-        """:return: False: its K-FAC updates of n_steps x n_envs frames ran 1.09-1.24x faster on one CPU thread than
-        on two, on images too (2 cores; docs/benchmarks.md, "Torch threads per algorithm on images")"""
+        """:return: False: its K-FAC updates of n_steps x n_envs frames run faster on one CPU thread than on two, on
+        images too (measured on 2 cores: docs/benchmarks.md, "Torch threads per algorithm on images")"""
         return False
 
     def __init__(self) -> None:

@@ -93,7 +93,7 @@ def emulationWarning(precision: str | None, device: str | torch.device) -> str |
 
 def emulatesBFloat16(device: str | torch.device) -> bool:
     """:return: whether bfloat16 is emulated on ``device``: a CPU without bfloat16 instructions (:func:`nativeBFloat16`),
-    where it computes about ten times slower than float32"""
+    where it computes slower than float32"""
     return torch.device(device).type == "cpu" and not nativeBFloat16()
 
 

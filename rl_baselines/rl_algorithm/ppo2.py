@@ -10,8 +10,7 @@ from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 class PPO2Model(AugmentLossChoice, StableBaselinesRLObject):
     """
     PPO with short rollouts (n_steps 128, as the old toolbox) and SB3's optimiser settings (10 epochs, constant
-    learning rate 3e-4); why they replace the old toolbox's (4 epochs, 2.5e-4 decaying linearly): the README's
-    algorithm section.
+    learning rate 3e-4), chosen by measurement (the README's algorithm section).
     """
 
     SB3_CLASS = PPO
@@ -19,7 +18,7 @@ class PPO2Model(AugmentLossChoice, StableBaselinesRLObject):
     LOG_INTERVAL = 1024
     SAVE_INTERVAL = 4096
     # Four envs per update: a learned or mapped state trapped at a wall far less often, the arm sooner, raw pixels
-    # as soon in steps, each at issue 27's rule (docs/srl.md, "Four envs per update"); faster on images too.
+    # as soon in steps (docs/srl.md, "Four envs per update"); faster on images too.
     DEFAULT_ENVS = 4
     AUGMENTED_BUFFER = AugmentedRolloutBuffer  # --augment with --augment-loss rad (drac: DrAC's regulariser)
     NORMALISED_ADVANTAGES = "minibatches"

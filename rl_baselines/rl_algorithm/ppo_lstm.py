@@ -65,8 +65,8 @@ class PPOLSTMModel(StableBaselinesRLObject):
 
     @classmethod
     def threadsHelp(cls, image_observations: bool) -> bool:
-        """:return: False: on a state two CPU threads took twice as long as one, and on images (CnnLstmPolicy) one
-        ran 1.08-1.58x faster than two (2 cores; docs/benchmarks.md, "Torch threads on images: td3, ...")"""
+        """:return: False: one CPU thread trains it faster than two, on a state and on images (CnnLstmPolicy)
+        (measured on 2 cores: docs/benchmarks.md, "Torch threads on images: td3, ...")"""
         return False
 
     def __init__(self) -> None:

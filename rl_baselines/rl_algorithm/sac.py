@@ -7,8 +7,8 @@ from rl_baselines.rl_algorithm.off_policy import ENT_COEF, TAU, OffPolicyRLObjec
 
 class SACModel(OffPolicyRLObject):
     """
-    SAC with a learned entropy coefficient (``--ent-coef auto``; a number fixes it) and batches of 64: what the old
-    toolbox ran (its --ent-coef and --batch-size flags were never passed on; here they are).
+    SAC with a learned entropy coefficient (``--ent-coef auto``; a number fixes it) and batches of 64, the old
+    toolbox's defaults; ``--ent-coef`` and ``--batch-size`` set them.
     """
 
     SB3_CLASS = SAC

@@ -8,9 +8,8 @@ from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 class TRPOModel(StableBaselinesRLObject):
     """
     TRPO: a natural-gradient policy step bounded by a KL divergence of 0.01 (the old toolbox's max_kl), then 10
-    value-function epochs. Rollouts of 512 steps per env: on MobileRobotGymEnv-v0 with ground truth and discrete
-    actions, 3 seeds of 3 reach a mean reward of about 228 over their last 20 episodes within 20k steps, where the old
-    toolbox's 128 got there with 1 seed of 3 and sb3-contrib's 2048 reached 102 (one seed).
+    value-function epochs. Rollouts of 512 steps per env, chosen by measurement against the old toolbox's 128 and
+    sb3-contrib's 2048 (the README's algorithm section).
     """
 
     SB3_CLASS = TRPO
