@@ -67,6 +67,7 @@ from srl_toolbox.cli import (
 from srl_toolbox.files import atomicPath, readJson
 from srl_toolbox.plots import (
     STEPS_AXIS_LABEL,
+    atLastOfStep,
     describe,
     movingAverage,
     quietVisdom,
@@ -201,11 +202,11 @@ def plotRun(episodes: dict[str, np.ndarray], window: int, path: str, title: str 
     axes_pair = figure.subplots(1, 2, sharey=True)
     for axes, x, label in ((axes_pair[0], episodes["timesteps"], STEPS_AXIS_LABEL),
                            (axes_pair[1], episodes["times"] / scale, f"Wall time ({unit})")):
-        if rewards.size:
-            marker = "o" if rewards.size == 1 else None
-            axes.plot(x, rewards, color="tab:blue", alpha=0.25, linewidth=1, marker=marker, label="episode reward")
-            axes.plot(x, smoothed, color="tab:blue", linewidth=2, marker=marker,
-                      label=smoothedLabel(rewards.size, window))
+        if rewards.size:  # the episodes as points (several envs end theirs at one step), the average as a line
+            axes.plot(x, rewards, color="tab:blue", alpha=0.35, linestyle="none", marker=".", markersize=4,
+                      label="episode reward")
+            axes.plot(x, atLastOfStep(x, smoothed), color="tab:blue", linewidth=2,
+                      marker="o" if rewards.size == 1 else None, label=smoothedLabel(rewards.size, window))
         elif axes is axes_pair[1] or evaluations is None:
             axes.text(0.5, 0.5, "no finished training episode", ha="center", va="center", transform=axes.transAxes)
         axes.set_xlabel(label)
@@ -279,7 +280,7 @@ class VisdomRunPlots:
                           ("time", episodes["times"] / scale, f"Wall time ({unit})"))
                 for suffix, x, label in panels if rewards.size else ():  # (no episode: the evaluations alone)
                     x = np.asarray(x, dtype=np.float64)
-                    self._viz.line(Y=np.column_stack((rewards, smoothed)), X=np.column_stack((x, x)),
+                    self._viz.line(Y=np.column_stack((rewards, atLastOfStep(x, smoothed))), X=np.column_stack((x, x)),
                                    win=f"{safe_id}_{suffix}", env=self.env_name,
                                    opts=dict(title=title, xlabel=label, ylabel="Episode reward", showlegend=True,
                                              legend=["episode reward", smoothedLabel(rewards.size, window)]))

@@ -93,6 +93,25 @@ def movingAverage(values: ArrayLike, window: int) -> np.ndarray:
     return result
 
 
+def atLastOfStep(steps: ArrayLike, values: ArrayLike) -> np.ndarray:
+    """
+    Each value replaced by that of the last episode ending at the same step: with several envs, episodes end together
+    (four at step 1,000), and a curve through each of their values draws a vertical stroke at every such step.
+
+    :param steps: the episodes' end steps, non-decreasing
+    :param values: one value per episode (a moving average)
+    :return: float array of the same length as ``values``
+    """
+    steps = np.asarray(steps).ravel()
+    values = np.asarray(values, dtype=np.float64).ravel()
+    if steps.size != values.size:
+        raise ValueError(f"{steps.size} steps for {values.size} values")
+    if steps.size == 0:
+        return values.copy()
+    last = np.append(np.flatnonzero(steps[1:] != steps[:-1]), steps.size - 1)  # each step's last episode
+    return values[last[np.searchsorted(last, np.arange(steps.size))]]
+
+
 def smoothedLabel(episodes: int, window: int) -> str:
     """
     :param episodes: the episodes of the curve
@@ -376,7 +395,7 @@ class VisdomPlotter:
         try:
             with quietVisdom():
                 self._viz.line(
-                    Y=np.column_stack((rewards[keep], smoothed[keep])),
+                    Y=np.column_stack((rewards[keep], atLastOfStep(timesteps, smoothed)[keep])),
                     X=np.column_stack((x, x)),
                     win=self.windows["reward"],
                     env=self.env_name,
@@ -497,10 +516,12 @@ def saveLearningCurve(timesteps: ArrayLike, rewards: ArrayLike, episode_window: 
     FigureCanvasAgg(figure)
     axes = figure.add_subplot(1, 1, 1)
     if rewards.size > 0:
-        marker = "o" if rewards.size == 1 else None  # a line through one point draws nothing: the episode is marked
-        axes.plot(timesteps, rewards, color="tab:blue", alpha=0.3, linewidth=1, marker=marker,
+        # the episodes as points (several envs end theirs at one step); the average as a line, marked where it is
+        # one point (a line through one point draws nothing)
+        axes.plot(timesteps, rewards, color="tab:blue", alpha=0.35, linestyle="none", marker=".", markersize=4,
                   label="episode reward")
-        axes.plot(timesteps, movingAverage(rewards, episode_window), color="tab:blue", linewidth=2, marker=marker,
+        axes.plot(timesteps, atLastOfStep(timesteps, movingAverage(rewards, episode_window)), color="tab:blue",
+                  linewidth=2, marker="o" if rewards.size == 1 else None,
                   label=smoothedLabel(rewards.size, int(episode_window)))
         # below the axes, as replay.plots puts it: inside ("best") it hid the raw curve's dips
         figure.legend(loc="lower center", ncol=2, frameon=False, fontsize="small")

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import visdom
 from conftest import runModule, snapshot
+from matplotlib.figure import Figure
 from PIL import Image
 
 from replay import plots
@@ -18,6 +19,7 @@ from replay.results import distinctStems
 from replay.visdom_server import findFreePort
 from rl_baselines.runs.monitor_files import loadEpisodes
 from srl_toolbox.cli import UsageError
+from srl_toolbox.plots import atLastOfStep, saveLearningCurve
 
 TAB_BLUE = np.array([31, 119, 180])
 
@@ -66,6 +68,29 @@ def test_empty_plot_differs_from_a_curve(tmp_path) -> None:
                 "times": np.arange(1, 81) * 1.0}
     wavy = plotRun(episodes, 5, str(tmp_path / "wavy.png"))
     assert bluePixels(wavy) > 5 * max(bluePixels(flat), 1)
+
+
+def test_episodes_ending_at_one_step_are_points_and_the_average_takes_one_value_there(tmp_path, monkeypatch) -> None:
+    """With four envs, four episodes end at step 1,000, 2,000...: a line through their rewards drew a vertical
+    stroke at each such step and a diagonal to the next; the rewards are points, the average the last episode's value
+    at each step. train's learning_curve.png and replay.plots' figure alike."""
+    assert atLastOfStep([1, 1, 1, 2, 3, 3], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).tolist() == [3.0, 3.0, 3.0, 4.0, 6.0, 6.0]
+    assert atLastOfStep([], []).size == 0
+    with pytest.raises(ValueError, match="^2 steps for 1 values$"):
+        atLastOfStep([1, 2], [1.0])
+    drawn = []
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: drawn.append(figure))
+    steps = np.repeat(np.arange(1, 6) * 1000, 4)
+    rewards = np.tile([-8.0, -3.0, 0.0, -2.0], 5)
+    episodes = {"timesteps": steps, "rewards": rewards, "times": np.arange(1, 21) * 1.5}
+    plotRun(episodes, 4, str(tmp_path / "run.png"))
+    saveLearningCurve(steps, rewards, 4, str(tmp_path / "curve.png"))
+    for axes in (drawn[0].axes[0], drawn[1].axes[0]):
+        raw, average = axes.get_lines()[:2]
+        assert raw.get_linestyle() == "None" and raw.get_marker() == "."
+        y = np.asarray(average.get_ydata())
+        assert (y.reshape(5, 4) == y[3::4, None]).all()  # one value per step
+        np.testing.assert_allclose(y[3::4], -3.25)  # the four episodes of each step
 
 
 def test_a_run_of_one_episode_draws_its_point_and_says_one_episode(tmp_path, capsys) -> None:
