@@ -242,7 +242,7 @@ def test_a_task_left_out_of_the_statistics_over_the_tasks_is_named(tmp_path, mon
     writeGrid(settings, line, negative, "2026-11-20T10:00:00", "unused")  # ground truth ends below 0
     assert cli.main([*argv, "--report-only", "--no-doc", "--no-append"]) == 0
     out = capsys.readouterr().out
-    assert (f"over 1 task(s): {OTHER} (left out, without a positive ground-truth mean final reward: {line})."
+    assert (f"over 1 task: {OTHER} (left out, without a positive ground-truth mean final reward: {line})."
             in out)
 
 

@@ -7,7 +7,9 @@ import dataclasses
 import math
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
+from matplotlib.colors import to_hex, to_rgb
 from srl_rl_bench import CURVES, MOBILE, writeRun
 
 from benchmarks.srl_rl import analysis, cli, env_plans, plans, running
@@ -202,10 +204,33 @@ def test_the_table_shows_no_gtc_nor_probe_for_pixels_and_both_for_the_new_models
     assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_a_column_whose_last_panel_is_empty_numbers_its_steps_on_the_panel_above(tmp_path, monkeypatch) -> None:
+    """Three panels on two columns: the right column's bottom panel is hidden, and its steps were numbered nowhere
+    (the panels share their x axis, which numbers only the bottom row's)."""
+    names = ("ground_truth", "raw_pixels", "supervised", "vae", "inverse")
+    records = [bench_runs.loadRun(writeRun(str(tmp_path / f"{name}_{seed}"), name, seed, CURVES["vae"][seed]))
+               for name in names for seed in range(2)]
+    rows, threshold = analysis.summariseEnv(records, list(names), 2, {})
+    drawn = []
+    monkeypatch.setattr(analysis.Figure, "savefig", lambda figure, *args, **kwargs: drawn.append(figure))
+    analysis.plotEnv(str(tmp_path / "curves.png"), env_plans.PLANS[MOBILE], rows, threshold)
+    panels = drawn[0].axes
+    assert [axes.get_visible() for axes in panels] == [True, True, True, False]
+    drawn[0].canvas.draw()
+    numbered = [any(label.get_visible() and label.get_text() for label in axes.get_xticklabels())
+                for axes in panels[:3]]
+    assert numbered == [False, True, True]  # top left: the bottom left numbers its column
+
+
 def test_curve_styles_and_panels_of_the_new_rows() -> None:
-    assert analysis.curveStyle(SHIFT) == {"color": analysis.curveStyle("raw_pixels")["color"], "linestyle": "-."}
-    assert analysis.curveStyle(plans.GT_SCALE) == {"color": analysis.curveStyle("srl_splits")["color"],
-                                                   "linestyle": "-."}
+    # a variant: its model's colour darker, dash-dotted (the same grey hid raw pixels under their augmented row)
+    assert analysis.curveStyle(SHIFT) == {"color": "#545454", "linestyle": "-."}  # raw pixels' 0.55 grey x 0.6
+    srl_splits = to_rgb(analysis.curveStyle("srl_splits")["color"])
+    assert analysis.curveStyle(plans.GT_SCALE)["linestyle"] == "-."
+    np.testing.assert_allclose(to_rgb(analysis.curveStyle(plans.GT_SCALE)["color"]),
+                               np.multiply(srl_splits, 0.6), atol=1 / 255)
+    every = [analysis.curveStyle(name)["color"] for name in plans.OBSERVATIONS]
+    assert len({to_hex(color) for color in every}) == len(plans.OBSERVATIONS)
     new = [analysis.curveStyle(name)["color"] for name in ("atc", "curl", SHIFT)]
     assert len(set(new)) == 3 and "black" not in new  # one panel, three colours, none of ground truth's
     assert analysis.panelGroups(plans.OBSERVATIONS)[-1] == ["atc", "curl", SHIFT]

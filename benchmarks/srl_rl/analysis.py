@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 from scipy import stats
 
@@ -399,6 +400,8 @@ def panelGroups(observations: Sequence[str]) -> list[list[str]]:
     return groups + ([others] if others else []) or [[]]
 
 
+# A variant's colour: its model's with each channel times this (raw pixels' grey with --augment shift a darker grey)
+VARIANT_SHADE = 0.6
 REFERENCE_STYLES = {GROUND_TRUTH: {"color": "black", "linestyle": "-"}, RAW_PIXELS: {"color": "0.55", "linestyle": "--"}}
 
 
@@ -407,7 +410,7 @@ def curveStyle(name: str) -> dict[str, Any]:
     :param name: an observation
     :return: its curve's colour and line style in every figure: ground truth black, raw pixels grey dashed, a learned
         model a colour of its own (:data:`LEARNED_COLORS` by its place in :data:`OBSERVATIONS`), a variant its model's
-        colour dash-dotted
+        colour darkened (:data:`VARIANT_SHADE`) and dash-dotted
     """
     if name in REFERENCE_STYLES:
         return dict(REFERENCE_STYLES[name])
@@ -416,7 +419,9 @@ def curveStyle(name: str) -> dict[str, Any]:
         color = REFERENCE_STYLES[model]["color"]
     else:
         color = LEARNED_COLORS[OBSERVATIONS.index(model) % len(LEARNED_COLORS) if model in OBSERVATIONS else 0]
-    return {"color": color, "linestyle": "-." if name in VARIANTS else "-"}
+    if name not in VARIANTS:
+        return {"color": color, "linestyle": "-"}
+    return {"color": to_hex(tuple(VARIANT_SHADE * channel for channel in to_rgb(color))), "linestyle": "-."}
 
 
 def plotEnv(path: str, plan: EnvPlan, rows: Sequence[ObservationSummary], threshold: float | None) -> None:
@@ -453,8 +458,9 @@ def plotEnv(path: str, plan: EnvPlan, rows: Sequence[ObservationSummary], thresh
             axes.axhline(threshold, color="0.4", linestyle=":", linewidth=1)
         axes.grid(True, alpha=0.3)
         axes.legend(loc="best", fontsize=8)
-    for axes in panels[len(groups):]:
-        axes.set_visible(False)
+    for index in range(len(groups), len(panels)):  # an empty panel: the one above it is its column's bottom
+        panels[index].set_visible(False)
+        panels[index - columns].tick_params(labelbottom=True)
     title = f"ppo2 on {plan.env}" + (f" (threshold {threshold:.2f}, dotted)" if threshold is not None else "")
     shown = [record for row in rows for record in row.runs]
     archived = [record for record in shown if record.archived]

@@ -26,7 +26,7 @@ from benchmarks.srl_rl.analysis import ObservationSummary, curveStyle
 from benchmarks.srl_rl.bootstrap import interquartileMean, performanceProfile, spearmanInterval, stratifiedBootstrap
 from benchmarks.srl_rl.env_plans import GROUND_TRUTH, RAW_PIXELS
 from benchmarks.srl_rl.models import METRICS, modelMetrics
-from benchmarks.srl_rl.plans import OBSERVATIONS, VARIANTS, modelName
+from benchmarks.srl_rl.plans import OBSERVATIONS, VARIANTS, counted, modelName
 from srl_toolbox.files import atomicPath
 
 # Metrics where lower is better (a negative correlation with the reward is the expected sign).
@@ -151,7 +151,7 @@ def plotSummary(path: str, scores: dict[str, dict[str, np.ndarray]], rows: Seque
     right.set_ylim(-0.02, 1.02)
     right.grid(True, alpha=0.3)
     right.legend(loc="lower left", fontsize=8)
-    figure.suptitle(f"ppo2 over {task_count} task(s): {', '.join(tasks)}\nIQM per observation (left; tasks with runs "
+    figure.suptitle(f"ppo2 over {counted(task_count, 'task')}: {', '.join(tasks)}\nIQM per observation (left; tasks with runs "
                     "in brackets), performance profiles with 95% bands (right)", fontsize=10)
     figure.tight_layout()
     with atomicPath(path) as tmp_path:
@@ -262,7 +262,7 @@ def _overTheTasks(scores: dict[str, dict[str, np.ndarray]], tasks: list[str], im
         plotSummary(image_path, scores, rows, tasks, seed)
     parts = ["### Over the tasks", "",
              f"A run's *score* is its final evaluation reward divided by ground truth's mean final evaluation reward "
-             f"on its task (1: as good as ground truth), over {len(tasks)} task(s): {', '.join(tasks)}"
+             f"on its task (1: as good as ground truth), over {counted(len(tasks), 'task')}: {', '.join(tasks)}"
              + (f" (left out, without a positive ground-truth mean final reward: {', '.join(skipped)})"
                 if skipped else "")
              + ". Per "
