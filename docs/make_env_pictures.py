@@ -15,6 +15,9 @@ from environments import getEnvClass, registered_env
 from srl_toolbox.files import atomicPath
 
 OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "images")
+# Envs whose first frames are an opening animation: (steps, discrete action) played before the picture. CarRacing
+# zooms in on its car over its first simulated second (50 steps); braking keeps the car at its start.
+SETTLE = {"CarRacingGymEnv-v0": (60, 3)}
 
 
 def cameraView(env_id: str, size: int, seed: int = 0) -> np.ndarray:
@@ -22,11 +25,15 @@ def cameraView(env_id: str, size: int, seed: int = 0) -> np.ndarray:
     :param env_id: a registered env id
     :param size: image side
     :param seed: reset seed
-    :return: the first observation as an (H, W, 3) or side-by-side (H, 2W, 3) uint8 image
+    :return: the first observation (after :data:`SETTLE`'s steps) as an (H, W, 3) or side-by-side (H, 2W, 3) uint8
+        image
     """
     env = getEnvClass(env_id)(srl_model="raw_pixels", img_shape=(3, size, size))
     try:
         observation, _ = env.reset(seed=seed)
+        steps, action = SETTLE.get(env_id, (0, 0))
+        for _ in range(steps):
+            observation, *_ = env.step(action)
     finally:
         env.close()
     if observation.shape[-1] == 6:
