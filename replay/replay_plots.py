@@ -389,6 +389,20 @@ def _episodeStarts(trace: ReplayTrace) -> np.ndarray:
     return np.flatnonzero(np.diff(episodes) != 0) + 1
 
 
+def _markEpisodeStarts(axes_list: Sequence[Any], trace: ReplayTrace) -> str:
+    """
+    Draw a dashed line across each of ``axes_list`` (plots against the step) where a new episode starts: the first
+    200, more would only blacken the plot.
+
+    :return: the step axis's label, which says what the lines are where there are some
+    """
+    starts = _episodeStarts(trace)[:200]
+    for axes in axes_list:
+        for start in starts:
+            axes.axvline(start, color="black", linestyle="--", linewidth=0.6, alpha=0.5)
+    return "Step (first env; dashed: new episode)" if len(starts) else "Step (first env)"
+
+
 def actionProbaFigure(trace: ReplayTrace, title: str = "") -> Any:
     """
     Draw the action probabilities over time (see the module docstring), episode starts as dashed lines.
@@ -422,12 +436,9 @@ def actionProbaFigure(trace: ReplayTrace, title: str = "") -> Any:
     columns = min(len(axes_list[0].get_legend_handles_labels()[1]), 6)
     axes_list[0].legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=columns, fontsize="small",
                         frameon=False)
-    starts = _episodeStarts(trace)[:200]  # more lines would only blacken the plot
+    axes_list[-1].set_xlabel(_markEpisodeStarts(axes_list, trace))
     for axes in axes_list:
-        for start in starts:
-            axes.axvline(start, color="black", linestyle="--", linewidth=0.6, alpha=0.5)
         axes.grid(True, alpha=0.3)
-    axes_list[-1].set_xlabel("Step (first env; dashed: new episode)" if len(starts) else "Step (first env)")
     _setTitle(figure, title, what)
     figure.tight_layout()
     return figure
@@ -506,20 +517,22 @@ def trajectoryFigure(trace: ReplayTrace, title: str = "") -> Any:
                       zorder=2)
     if len(targets) or paths or track.shape[1]:
         axes.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False)  # above the plot, not over it
-    figure.colorbar(scatter, ax=axes, label="reward of the step", shrink=0.8)
+    # (3-D: the colour bar and the axis names kept clear of the tick numbers)
+    figure.colorbar(scatter, ax=axes, label="reward of the step", shrink=0.8, pad=0.12 if three_d else 0.05)
+    pad = 10 if three_d else None
     if trace.gt_dim_shown == 1:
-        axes.set_xlabel("Step (first env)")
+        axes.set_xlabel(_markEpisodeStarts([axes], trace))
         axes.set_ylabel(f"{trace.axisLabel('x')}, ground truth")
     else:
         names = ("x", "y", "z")
-        axes.set_xlabel(trace.axisLabel(names[horizontal]))
-        axes.set_ylabel(trace.axisLabel(names[vertical]))
+        axes.set_xlabel(trace.axisLabel(names[horizontal]), labelpad=pad)
+        axes.set_ylabel(trace.axisLabel(names[vertical]), labelpad=pad)
         if flip_h:
             axes.invert_xaxis()
         if flip_v:
             axes.invert_yaxis()
         if three_d:
-            axes.set_zlabel(trace.axisLabel("z"))
+            axes.set_zlabel(trace.axisLabel("z"), labelpad=pad)
         else:
             axes.set_aspect("equal", adjustable="datalim")
     axes.grid(True, alpha=0.3)

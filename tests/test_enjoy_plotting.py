@@ -149,6 +149,9 @@ def test_a_1d_trajectory_shows_its_target():
               and line.get_color() == targets[0].get_color()]
     assert len(second) == 1 and np.all(second[0].get_ydata() == 1.2)
     assert [text.get_text() for text in axes.get_legend().get_texts()] == ["target"]
+    # the second episode's start: a dashed line across the plot (the target's one-step gap did not show it)
+    assert [line.get_xdata()[0] for line in axes.get_lines() if line.get_color() == "black"] == [30]
+    assert axes.get_xlabel() == "Step (first env; dashed: new episode)"
     # live: the target as points (step, target x)
     scattered = {}
 
@@ -196,7 +199,7 @@ def test_axes_carry_the_ground_truth_unit():
     for dim in (1, 2, 3):
         axes = replay_plots.trajectoryFigure(_syntheticTrace(dim, unit="m")).axes[0]
         labels[dim] = [axes.get_xlabel(), axes.get_ylabel()] + ([axes.get_zlabel()] if dim == 3 else [])
-    assert labels == {1: ["Step (first env)", "x (m), ground truth"], 2: ["x (m)", "y (m)"],
+    assert labels == {1: ["Step (first env; dashed: new episode)", "x (m), ground truth"], 2: ["x (m)", "y (m)"],
                       3: ["x (m)", "y (m)", "z (m)"]}
     axes = replay_plots.trajectoryFigure(_syntheticTrace(2)).axes[0]  # an env that declares no unit
     assert [axes.get_xlabel(), axes.get_ylabel()] == ["x", "y"]
