@@ -246,7 +246,7 @@ class VisdomRunPlots:
 
     def _warn(self, error: BaseException) -> None:
         self.enabled = False
-        warnings.warn(f"the visdom server on port {self.port} cannot be reached ({describe(error)}); the "
+        warnings.warn(f"The visdom server at http://127.0.0.1:{self.port} cannot be reached ({describe(error)}); the "
                       f"PNGs are still written. Start one with `{pythonCommand()} -m replay.visdom_server --port "
                       f"{self.port}`",
                       UserWarning, stacklevel=3)

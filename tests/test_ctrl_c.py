@@ -164,8 +164,9 @@ def test_a_second_ctrl_c_stops_at_once_and_reports_the_steps_taken(tmp_path, mon
     out = capsys.readouterr().out
     (run_dir,) = glob.glob(str(tmp_path / "*" / "*" / "*" / "*"))
     steps = readManifest(run_dir)["num_timesteps"]
-    assert 700 <= steps < 1000 and f"\nInterrupted: {steps} steps, " in out, out
-    ((_, checkpoint),) = listCheckpoints(run_dir)  # the periodic one, no stop checkpoint
+    ((saved, checkpoint),) = listCheckpoints(run_dir)  # the periodic one, no stop checkpoint
+    assert 700 <= steps < 1000 and f"\nInterrupted: {steps} steps (--resume goes on from the checkpoint at step " \
+                                   f"{saved}), " in out, out
     assert f"Checkpoint: {checkpoint}; continue with: {pythonCommand()} -m rl_baselines.train --resume " in out
     assert runStatus(run_dir) == "resume"
 
@@ -254,7 +255,8 @@ def test_a_second_ctrl_c_during_the_final_save_does_not_cut_it_short(tmp_path, m
     assert code == 130 and readManifest(checkpoint)["stopped_by"] == "SIGINT"
     # the checkpoint at the end of the update in progress (a clean point), the run stopped one step of its envs later
     saved_at = readManifest(run_dir)["num_timesteps"]
-    assert 700 <= stopped_at < saved_at and f"\nStopped: {saved_at} steps, " in out
+    assert 700 <= stopped_at < saved_at
+    assert f"\nStopped: {saved_at} steps (--resume goes on from the checkpoint at step {stopped_at}), " in out
     assert runStatus(run_dir) == "resume"
 
 

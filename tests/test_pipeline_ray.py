@@ -152,8 +152,11 @@ def test_a_local_instance_runs_a_run_that_asks_for_more_cpus_than_the_machine_ha
     cluster = _QueuingRay(cpus=2)
     monkeypatch.setattr(executors, "importRay", lambda address: cluster)
     monkeypatch.setattr(executors, "checkRayAddress", lambda address: address)
-    with pytest.raises(UsageError, match="each run asks for 4 CPU"):
+    with pytest.raises(UsageError, match=r"^each run asks for 4 CPU\(s\) and 0 GPU\(s\) but the Ray cluster has 2 "
+                                         r"CPU\(s\) and 0 GPU\(s\); lower --num-cpu$"):
         executors.RayExecutor("10.0.0.5:6379", 4, 0.0, None)
+    with pytest.raises(UsageError, match=r"GPU\(s\); lower --num-gpus$"):  # its CPUs fit: --num-cpu is not the cause
+        executors.RayExecutor("10.0.0.5:6379", 1, 1.0, None)
 
 
 class _InterruptedRay(_LocalRay):

@@ -214,6 +214,12 @@ class TrainingCallbacks(CallbackList):
         return None if checkpoints is None else checkpoints.last_checkpoint
 
     @property
+    def last_checkpoint_steps(self) -> int | None:
+        """The step count of the last checkpoint written, None before the first."""
+        checkpoints = self.find(CheckpointCallback)
+        return None if checkpoints is None else checkpoints.last_checkpoint_steps
+
+    @property
     def total_timesteps(self) -> int:
         """The step count at which the run ends."""
         return self.find(CheckpointCallback).total_timesteps

@@ -57,6 +57,7 @@ class CheckpointCallback(TrainingService):
         self.clean_points = self.resumable and bool(getattr(algo_class, "CHECKPOINT_AT_CLEAN_POINTS", False))
         self.buffer_saved_at: int | None = None
         self.last_checkpoint: str | None = None
+        self.last_checkpoint_steps: int | None = None  # its step count
         # What run_state.json's "callback" entry records: every callback's state (set by the list it is in).
         self.callbacks_state: Callable[[], dict[str, Any]] = self.state
         # Run before each checkpoint (set by the list: the scalar log's ScalarLogCallback.beforeCheckpoint).
@@ -112,7 +113,7 @@ class CheckpointCallback(TrainingService):
             message = str(error) if isinstance(error, CheckpointError) else f"latest model not saved: {error.strerror}"
             warnings.warn(message, stacklevel=3)
             return None
-        self.last_checkpoint = folder
+        self.last_checkpoint, self.last_checkpoint_steps = folder, num_timesteps
         return folder
 
     def state(self) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from rl_baselines.runs.train_config import TrainConfig, TrainResult
 from srl_toolbox.cli import pythonCommand
 from srl_toolbox.files import FolderVanished, readJson, writeJson
 from srl_toolbox.plots import VisdomPlotter, saveLearningCurve
+from srl_toolbox.text import counted
 
 
 def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainResult:
@@ -181,7 +182,12 @@ def _saveAndReport(config: TrainConfig, algo: Any, algo_class: type, callback: A
     stopped = callback.stop_signal is not None and not finished and not interrupted  # (by its stop checkpoint)
     state = "Done" if finished else "Stopped" if stopped else "Interrupted"
     episodes = len(callback.monitor.rewards)
-    print(f"{state}: {num_timesteps} steps, {episodes} episode{'' if episodes == 1 else 's'}, mean reward (last 100) "
+    saved = callback.last_checkpoint_steps
+    # a stop at a clean point plays a step past its checkpoint, which a resumed run plays again
+    behind = (f" (--resume goes on from the checkpoint at step {saved})"
+              if (stopped or interrupted) and saved is not None and saved < num_timesteps
+              and algo_class.supportsResume() else "")
+    print(f"{state}: {num_timesteps} steps{behind}, {counted(episodes, 'episode')}, mean reward (last 100) "
           + (f"{mean_reward:.2f}" if episodes else "n/a (no episode finished)"))
     if (stopped or interrupted) and callback.last_checkpoint is not None and algo_class.supportsResume():
         print(f"Checkpoint: {callback.last_checkpoint}; continue with: {pythonCommand()} -m rl_baselines.train "

@@ -433,8 +433,11 @@ class RayExecutor:
         cpus, gpus = float(resources.get("CPU", 0)), float(resources.get("GPU", 0))
         if cpus < num_cpus or gpus < num_gpus:
             self.shutdown()
+            # (a run whose envs step in its process asks for 1 CPU whatever --num-cpu: only the flags short are named)
+            short = " and ".join(flag for flag, over in (("--num-cpu", cpus < num_cpus), ("--num-gpus", gpus < num_gpus))
+                                 if over)
             raise UsageError(f"each run asks for {num_cpus} CPU(s) and {num_gpus:g} GPU(s) but the Ray cluster has "
-                             f"{cpus:g} CPU(s) and {gpus:g} GPU(s); lower --num-cpu/--num-gpus")
+                             f"{cpus:g} CPU(s) and {gpus:g} GPU(s); lower {short}")
         capacity = int(cpus // num_cpus)
         if num_gpus > 0:
             capacity = min(capacity, int(gpus // num_gpus))
