@@ -4,8 +4,13 @@ average rate since the start, so it moves with the clock between two runs' ends,
 make it near zero."""
 from __future__ import annotations
 
+import json
+import os
+
+from rl_baselines.sweeps.followed_runs import SweepWork
 from rl_baselines.sweeps.pipeline import sweepBar
 from rl_baselines.sweeps.search_trials import TrialProgress
+from rl_baselines.sweeps.sweep import RunSpec
 
 
 class Clock:
@@ -32,6 +37,50 @@ def test_the_sweep_eta_is_the_average_rate_and_moves_with_the_clock():
     assert "ETA 00:09" in str(bar)  # 1 run left at 2 runs per 18.13 s, not at the burst's rate
     clock.now = 132.0  # the last run goes on: the clock and the ETA move
     assert "[00:32, ETA 00:16" in str(bar)
+    bar.close()
+
+
+def _runFolder(spec: RunSpec, num_timesteps: int, num_cpu: int, lengths: list[int]) -> str:
+    """A run folder of ``spec`` as train writes it: args.json and env 0's monitor file (episodes of ``lengths``)."""
+    folder = os.path.join(spec.parent, f"01-01-26_00h00_00_{spec.run_id}")
+    os.makedirs(os.path.join(folder, "monitor"), exist_ok=True)
+    with open(os.path.join(folder, "args.json"), "w", encoding="utf-8") as handle:
+        json.dump({"num_timesteps": num_timesteps, "num_cpu": num_cpu}, handle)
+    appendEpisodes(folder, lengths)
+    return folder
+
+
+def appendEpisodes(folder: str, lengths: list[int]) -> None:
+    path = os.path.join(folder, "monitor", "0.monitor.csv")
+    new = not os.path.exists(path)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write('#{"t_start": 0.0, "env_id": "Fake-v0"}\nr,l,t\n' if new else "")
+        handle.writelines(f"1.0,{length},1.0\n" for length in lengths)
+
+
+def test_the_sweep_eta_counts_the_steps_of_the_runs_in_flight(tmp_path):
+    """Two runs on two workers: the bar counted ended runs only, so it said "ETA ?" until the first ended; the runs'
+    monitor files now give their share of their budget (steps x envs / num_timesteps)."""
+    specs = [RunSpec("ppo2", "Fake-v0", "ground_truth", seed, (), f"id{seed}", str(tmp_path)) for seed in (0, 1)]
+    first = _runFolder(specs[0], 8000, 4, [250])  # 250 x 4 envs = 1,000 of 8,000 steps
+    clock = Clock()
+    bar = _onClock(sweepBar(2, no_progress=False), clock)
+    assert "ETA ?" in str(bar)
+    work = SweepWork(specs)
+    bar.work = work.amounts
+    work.follow(specs)  # the second run has no folder yet: no steps
+    assert work.amounts() == (0.0, 1.875)  # the first's eighth, made before it was first seen: not counted done
+    appendEpisodes(first, [250, 250, 250])  # 4,000 of 8,000 steps
+    _runFolder(specs[1], 1000, 1, [250])  # a quarter of its budget, when first seen
+    clock.now = 130.0
+    work.follow(specs)
+    assert work.amounts() == (0.375, 1.25)
+    assert "0/2 runs [00:30, ETA 01:40" in str(bar)  # 1.25 runs' worth left at 0.375 per 30 s
+    work.ended(specs[0].run_id, done=True)
+    assert work.amounts() == (0.875, 0.75)
+    work.ended(specs[1].run_id, done=False)  # it failed: nothing more of it to do, nor counted done
+    assert work.amounts() == (0.875, 0.0)
+    work.close()
     bar.close()
 
 

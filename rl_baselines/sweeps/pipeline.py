@@ -30,7 +30,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tqdm import tqdm
@@ -49,6 +49,7 @@ from rl_baselines.sweeps.executors import (
     checkRayAddress,
     restoreRayEnvironment,
 )
+from rl_baselines.sweeps.followed_runs import SweepWork
 from rl_baselines.sweeps.plots import SweepCurves, SweepPlotter
 from rl_baselines.sweeps.recorded import changedSettings
 from rl_baselines.sweeps.run_attempts import (
@@ -88,6 +89,8 @@ from srl_toolbox.terminal import writeAboveBar
 
 PLOT_REFRESH_S = 2.0
 WAIT_S = 0.5
+# Seconds between two reads of the running runs' monitor files for the bar's ETA
+FOLLOW_S = 2.0
 
 
 def _nonNegativeFloat(raw: str) -> float:
@@ -214,18 +217,34 @@ class _Interrupted(KeyboardInterrupt):
     stops a Ray sweep's wait for it too."""
 
 
-def sweepBar(total: int, no_progress: bool) -> tqdm:
+class SweepBar(tqdm):
+    """The sweep's bar (:func:`sweepBar`): its ETA is the work left at the average rate since the sweep started,
+    measured by :attr:`work` when set (runs' worth done and left, :class:`SweepWork`: the runs in flight count their
+    steps so far), else by the runs ended."""
+
+    work: Callable[[], tuple[float, float]] | None = None
+
+    @property
+    def format_dict(self) -> dict[str, Any]:
+        info = super().format_dict
+        done, left = self.work() if self.work is not None else (info["n"], info["total"] - info["n"])
+        info["eta"] = ("00:00" if left <= 0 else "?" if done <= 0 or info["elapsed"] <= 0
+                       else self.format_interval(left * info["elapsed"] / done))
+        return info
+
+
+def sweepBar(total: int, no_progress: bool) -> SweepBar:
     """
     :param total: the runs this command does
     :param no_progress: hide the bar
-    :return: the sweep's bar, whose ETA is the runs left at the average rate since the sweep started (recomputed at
+    :return: the sweep's bar, whose ETA is the work left at the average rate since the sweep started (recomputed at
         each redraw, so that it moves with the clock while runs go on; a moving average would hold the rate of the
         last runs that ended, too fast when several end together)
     """
-    return tqdm(total=total, desc="sweep", unit="run", disable=no_progress, dynamic_ncols=True, mininterval=0,
-                miniters=1, smoothing=0,
-                bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} runs [{elapsed}, ETA {remaining}"
-                           "{postfix}]")
+    return SweepBar(total=total, desc="sweep", unit="run", disable=no_progress, dynamic_ncols=True, mininterval=0,
+                    miniters=1, smoothing=0,
+                    bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} runs [{elapsed}, ETA {eta}"
+                               "{postfix}]")
 
 
 def _raiseInterrupted(signum: int, frame: Any) -> None:
@@ -361,6 +380,9 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
     counted = collections.Counter()  # the runs the bar counts, by state
     # every update drawn (a run ending is rare), with the status set just before it
     bar = sweepBar(len(to_run), no_progress)
+    work = SweepWork(to_run) if not no_progress else None  # the ETA's measure, from the runs' monitor files
+    if work is not None:
+        bar.work = work.amounts
 
     def record(result: RunResult, elsewhere: dict[str, Any] | None = None, advance: bool = True,
                why: str = "interrupted") -> None:
@@ -378,6 +400,8 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
         ended.append(result)
         if advance:
             counted["failed" if result.state == "failed" else "done"] += 1
+            if work is not None:
+                work.ended(spec.run_id, done=result.state != "failed" and elsewhere is None)
             showStatus(refresh=False)
             bar.update(1)
         else:
@@ -411,10 +435,13 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
                elsewhere=outcome, advance=not outcome.get("stopped"))
 
     interactive = not no_progress and sys.stderr.isatty()
-    shown = {"postfix": "", "at": time.monotonic()}
+    shown = {"postfix": "", "at": time.monotonic(), "followed": 0.0}
 
     def showStatus(refresh: bool = True) -> None:
         """Set the bar's status (``refresh=False``: shown with the next update); the clock and the ETA move on."""
+        if work is not None and time.monotonic() - shown["followed"] >= FOLLOW_S:
+            work.follow(executor.running)
+            shown["followed"] = time.monotonic()
         postfix = f"done {counted['done']}, running {len(executor.running)}, failed {counted['failed']}" + (
             f", held elsewhere {len(waiting)}" if waiting else "") + (
             f", stopped {counted['stopped']}" if counted["stopped"] else "")
@@ -495,6 +522,8 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
         forgetUnstarted()
     finally:
         claims.releaseAll()
+        if work is not None:
+            work.close()
         if in_main_thread:
             signal.signal(signal.SIGTERM, previous_handler)
             signal.signal(signal.SIGINT, previous_sigint)

@@ -8,19 +8,24 @@ server costs one warning for the whole sweep (the connection handling is VisdomP
 """
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 
 import numpy as np
 
-from rl_baselines.core.run_folder import RunFolder
-from rl_baselines.runs.monitor_files import MonitorTail, runEnvsOf
-from rl_baselines.sweeps.run_attempts import runAttempts
+from rl_baselines.sweeps.followed_runs import RunTails
 from rl_baselines.sweeps.sweep import RunSpec
 
 # The single-run plotter's helpers, reused so that both plotters smooth, subsample and report alike.
-from srl_toolbox.plots import STEPS_AXIS_LABEL, VisdomPlotter, describe, movingAverage, quietVisdom, subsample
+from srl_toolbox.plots import (
+    STEPS_AXIS_LABEL,
+    VisdomPlotter,
+    atLastOfStep,
+    describe,
+    movingAverage,
+    quietVisdom,
+    subsample,
+)
 
 
 class SweepPlotter(VisdomPlotter):
@@ -66,7 +71,7 @@ class SweepPlotter(VisdomPlotter):
             return
         if self._viz is None and not self._connect():
             return
-        smoothed = movingAverage(rewards, self.episode_window)
+        smoothed = atLastOfStep(timesteps, movingAverage(rewards, self.episode_window))  # one value per step
         keep = subsample(len(rewards), self.max_points)
         win = self.windowId(env, srl_model)
         x, y = np.asarray(timesteps, dtype=np.float64)[keep], smoothed[keep]
@@ -95,8 +100,7 @@ class SweepCurves:
 
     def __init__(self, plotter: SweepPlotter) -> None:
         self.plotter = plotter
-        self._tails: dict[str, tuple[str, MonitorTail]] = {}  # run id -> (run folder, its tail)
-        self._envs: dict[str, int] = {}  # run folder -> its envs (runEnvs of its args.json), once it could be read
+        self._tails = RunTails()
 
     def refresh(self, specs: Iterable[RunSpec]) -> None:
         """
@@ -107,31 +111,14 @@ class SweepCurves:
         for spec in specs:
             if not self.plotter.enabled:
                 return
-            known = self._tails.get(spec.run_id)
-            if known is None or not os.path.isdir(known[0]):
-                attempts = runAttempts(spec)
-                if not attempts:
-                    continue
-                if known is not None:
-                    known[1].close()
-                known = (attempts[-1], MonitorTail(RunFolder(attempts[-1]).monitor_dir))
-                self._tails[spec.run_id] = known
-            tail = known[1]
+            known = self._tails.tail(spec)
+            if known is None:
+                continue
+            folder, tail = known
             if tail.poll() > 0:
                 self.plotter.updateCurve(spec.env, spec.srl_model, f"{spec.algo} seed{spec.seed}",
-                                         tail.runSteps(self._runEnvs(known[0])), np.asarray(tail.rewards))
-
-    def _runEnvs(self, folder: str) -> int | None:
-        """:return: the envs of the run in ``folder`` (its args.json), None while args.json cannot be read"""
-        if folder not in self._envs:
-            envs = runEnvsOf(folder)
-            if envs is None:
-                return None
-            self._envs[folder] = envs
-        return self._envs[folder]
+                                         tail.runSteps(self._tails.runEnvs(folder)), np.asarray(tail.rewards))
 
     def close(self) -> None:
         """Close the monitor files."""
-        for _, tail in self._tails.values():
-            tail.close()
-        self._tails.clear()
+        self._tails.close()
