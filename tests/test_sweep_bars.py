@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 import os
 
+import optuna
+from optuna.trial import TrialState
+
 from rl_baselines.sweeps.followed_runs import SweepWork
 from rl_baselines.sweeps.pipeline import sweepBar
-from rl_baselines.sweeps.search_trials import TrialProgress
+from rl_baselines.sweeps.search_trials import INTERRUPTED, TrialProgress
 from rl_baselines.sweeps.sweep import RunSpec
 
 
@@ -94,4 +97,21 @@ def test_the_search_bar_is_redrawn_while_trials_run(capsys):
     progress.interactive = True  # (on a terminal)
     progress.tick()
     assert "00:37" in capsys.readouterr().err.split("\r")[-1]  # the elapsed time moves without a trial ending
+    progress.close()
+
+
+def test_the_search_bar_counts_an_interrupted_trial_stopped_not_finished(capsys):
+    """After a Ctrl-C the bar said "2/4" with the two trials it stopped counted as finished (and its ETA from them);
+    they are `stopped`, the count and the rate those of the trials that ended."""
+    progress = TrialProgress(4, enabled=True)
+    progress.trialDone(optuna.trial.create_trial(state=TrialState.COMPLETE, value=1.5, params={}, distributions={}))
+    for number in (1, 2):
+        trial = optuna.trial.create_trial(state=TrialState.FAIL, user_attrs={"error": INTERRUPTED})
+        trial.number = number
+        progress.trialDone(trial)
+    failed = optuna.trial.create_trial(state=TrialState.FAIL, user_attrs={"error": "exit code 1"})
+    failed.number = 3
+    progress.trialDone(failed)
+    assert progress.bar.n == 2 and progress.bar.postfix == "best=1.50, failed=1, pruned=0, stopped=2"
+    assert capsys.readouterr().out.splitlines()[1:3] == ["trial 1: failed: interrupted", "trial 2: failed: interrupted"]
     progress.close()

@@ -68,6 +68,8 @@ from srl_toolbox.terminal import writeAboveBar
 
 # Seconds between two reads of a running trial's monitor files.
 POLL_S = 0.5
+# The error recorded for a trial an interrupt (Ctrl-C, SIGTERM) stopped
+INTERRUPTED = "interrupted"
 # Seconds a trial's run that had saved its final model when a Ctrl-C came gets to exit (its last writes), to be scored
 # rather than stopped as one still training; a second Ctrl-C stops it at once.
 FINISHING_WAIT_S = 10.0
@@ -370,7 +372,7 @@ class TrialObjective:
             with ctrlCDeferred():  # (writes to the study: a stop is taken after them)
                 params, folder = self._start(trial)
         except KeyboardInterrupt:  # (it came as the trial started: recorded as one that was running)
-            trial.set_user_attr("error", "interrupted")
+            trial.set_user_attr("error", INTERRUPTED)
             if folder is not None:  # (made, still empty)
                 tidyStoppedTrial(folder)
             raise
@@ -402,7 +404,7 @@ class TrialObjective:
                     except (subprocess.TimeoutExpired, KeyboardInterrupt):  # (a second Ctrl-C: stopped below)
                         pass
                 if child.poll() != 0:  # still running (stopped below), or failed
-                    trial.set_user_attr("error", "interrupted")
+                    trial.set_user_attr("error", INTERRUPTED)
                     raise
                 # it had ended normally when the interrupt came: read afresh (a read may have been cut), score it,
                 # and let the interrupt stop the search once Optuna has recorded the trial (:meth:`raiseInterrupt`)
@@ -532,7 +534,9 @@ class TrialProgress:
             return
         self.seen.add(trial.number)
         state = trial.state.name
-        self.counts[state] = self.counts.get(state, 0) + 1
+        # a trial an interrupt stopped is recorded failed; the bar counts it stopped, not finished (nor in its ETA)
+        stopped = state == "FAIL" and trial.user_attrs.get("error") == INTERRUPTED
+        self.counts["STOPPED" if stopped else state] = self.counts.get("STOPPED" if stopped else state, 0) + 1
         if state == "COMPLETE":
             self.best = max(self.best, trial.value)
             params = ", ".join(f"{name}={formatValue(value)}" for name, value in trialValues(trial).items())
@@ -547,8 +551,12 @@ class TrialProgress:
             line = f"trial {trial.number}: failed: {trial.user_attrs.get('error', 'see its train.log')}"
         writeAboveBar(self.bar, line)
         self.bar.set_postfix(best=f"{self.best:.2f}" if self.counts["COMPLETE"] else "none yet",
-                             pruned=self.counts["PRUNED"], failed=self.counts["FAIL"])
-        self.bar.update(1)
+                             pruned=self.counts["PRUNED"], failed=self.counts["FAIL"],
+                             **({"stopped": self.counts["STOPPED"]} if self.counts.get("STOPPED") else {}))
+        if not stopped:
+            self.bar.update(1)
+        else:
+            self.bar.refresh()
 
     def tick(self) -> None:
         """Redraw the bar on a terminal, its elapsed time and ETA moving on while trials run (called about once a
