@@ -23,6 +23,9 @@ has no rate (its monitor clock counts the time between its attempts): the table 
 and names them below it, being valid continuations, not necessarily the seeds' uninterrupted runs
 (benchmarks.srl_rl.runs.continuedNote).
 
+Progress: the sweeps print a line per run that ended (``--no-progress``: side by side, their bars were drawn into each
+other), and the benchmark ``[done/total, about X min left] ENV VARIANT seed N`` as each run it does finishes
+(benchmarks.progress.Countdown, by steps).
 Resumable: every run has a deterministic folder under ``--bench-dir`` (one log folder per observation and
 extractor), the pipeline skips finished runs and continues cut ones from their last checkpoint, so the same command
 run again does only what is missing (``--report-only`` runs nothing); when a sweep fails, what finished is still
@@ -48,6 +51,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.documents import addResultsArguments, appendReport, recordedCommand, resultsPath
+from benchmarks.progress import Countdown
 from benchmarks.srl_rl.analysis import meanStandardError, rewardThreshold
 from benchmarks.srl_rl.cli import checkEvalFreq, checkRenderer
 from benchmarks.srl_rl.env_plans import KUKA, MOBILE, PLANS, QUICK_PLANS, EnvPlan
@@ -56,6 +60,7 @@ from environments import defaultRenderer, rendererRefusal
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.core.registry import defaultEnvs
 from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS, PRECISION_CHOICES
+from rl_baselines.sweeps.run_attempts import finishedFolder
 from rl_baselines.sweeps.sweep import expandGrid
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.devices import threadsEnvironment, threadsShare
@@ -64,6 +69,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NATURE = "nature"  # SB3's NatureCNN, against which each other extractor is judged
 EXTRACTORS = (NATURE, "medium")  # --extractors' default: NatureCNN and ppo2's default, MediumCNN
 GROUND_TRUTH = "ground_truth"
+POLL_S = 5.0  # seconds between two looks for the runs a stage's sweeps finished (the countdown's lines)
 ALGO = "ppo2"
 
 
@@ -119,9 +125,12 @@ def sweepCommand(plan: EnvPlan, variant: str, steps: int, eval_freq: int, seeds:
     :param precision: the judged extractors' --precision (None: train's default)
     :return: the pipeline command line, without the interpreter
     """
+    # --no-progress: a line per run that ended, not a bar (side by side, one sweep's bar was drawn into the other's;
+    # the benchmark's countdown says how far it is)
     return ["-m", "rl_baselines.pipeline", "--algo", ALGO, "--env", plan.env, "--srl-model", observationOf(variant),
             "--num-iteration", str(seeds), "--seed", "0", "--log-dir", variantDir(bench_dir, variant),
-            "--workers", str(workers), "--no-vis", *trainFlags(plan, variant, steps, eval_freq, renderer, precision)]
+            "--workers", str(workers), "--no-vis", "--no-progress",
+            *trainFlags(plan, variant, steps, eval_freq, renderer, precision)]
 
 
 def sweepSpecs(plan: EnvPlan, variant: str, steps: int, eval_freq: int, seeds: int, bench_dir: str,
@@ -271,6 +280,28 @@ def checkRenderers(renderer: str | None, envs: Sequence[str]) -> None:
             raise UsageError(refusal)
 
 
+def waitCounting(processes: Sequence[tuple[str, Any]], watched: dict[str, tuple[str, int, Any]],
+                 countdown: Countdown) -> list[tuple[str, int]]:
+    """
+    Wait for a stage's sweeps, printing ``[done/total, about X min left] ENV VARIANT seed N`` as each run finishes.
+
+    :param processes: (variant, its sweep's process)
+    :param watched: the stage's runs to do, by run id: (label, steps, spec)
+    :param countdown: the benchmark's countdown over every run it does
+    :return: (variant, its sweep's exit code), in the order of ``processes``
+    """
+    pending = dict(watched)
+    while True:
+        ended = all(process.poll() is not None for _, process in processes)
+        for run_id, (label, steps, spec) in list(pending.items()):
+            if finishedFolder(spec) is not None:
+                del pending[run_id]
+                print(f"{countdown.tick(steps)} {label}", flush=True)
+        if ended:
+            return [(variant, process.returncode) for variant, process in processes]
+        time.sleep(POLL_S)
+
+
 def main(argv: list[str] | None = None) -> int:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
@@ -291,32 +322,41 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     load_before = os.getloadavg()[0]
     failed = []  # the sweeps that exited non-zero
-    for env in [] if args.report_only else args.envs:
-        plan = plans[env]
-        # ground truth first (the threshold), then the extractors' sweeps side by side, sharing the workers
-        stages = [[(GROUND_TRUTH, plan.steps, plan.eval_freq, args.workers)],
-                  [(extractor, args.budget, args.eval_freq, max(1, args.workers // len(args.extractors)))
-                   for extractor in args.extractors]]
-        for stage in stages:
-            processes = []
-            for variant, steps, eval_freq, workers in stage:
-                count = variantSeeds(plan, variant, args.seeds)
-                for folder in dropRunsOfOtherSettings(sweepSpecs(plan, variant, steps, eval_freq, count, bench_dir,
-                                                                 args.renderer, args.precision)):
-                    print(f"dropped {os.path.relpath(folder, ROOT)}: made with other train settings than this "
-                          "command's (a train default changed since)", flush=True)
-                command = sweepCommand(plan, variant, steps, eval_freq, count, workers, bench_dir, args.renderer,
-                                       args.precision)
-                print(f"{env} {variant}: python {' '.join(command)}", flush=True)
-                # the stage's sweeps share the cores: each run gets its share as torch threads, as in one sweep
-                environ = threadsEnvironment(threadsShare(sum(workers for *_, workers in stage)))
-                processes.append((variant, subprocess.Popen(["nice", "-n", "10", sys.executable, *command], cwd=ROOT,
-                                                            env=environ)))
-            for variant, process in processes:
-                if process.wait() != 0:
-                    failed.append(f"{variant} on {env}")
-                    print(f"warning: the {variant} sweep on {env} exited {process.returncode}; its finished runs "
-                          f"are reported", file=sys.stderr)
+    # per env, ground truth first (the threshold), then the extractors' sweeps side by side, sharing the workers
+    stages = [(plans[env], stage) for env in ([] if args.report_only else args.envs) for stage in (
+        [(GROUND_TRUTH, plans[env].steps, plans[env].eval_freq, args.workers)],
+        [(extractor, args.budget, args.eval_freq, max(1, args.workers // len(args.extractors)))
+         for extractor in args.extractors])]
+    sweeps = {}  # (env, variant) -> its runs' specs
+    for plan, stage in stages:
+        for variant, steps, eval_freq, _ in stage:
+            specs = sweepSpecs(plan, variant, steps, eval_freq, variantSeeds(plan, variant, args.seeds), bench_dir,
+                               args.renderer, args.precision)
+            for folder in dropRunsOfOtherSettings(specs):
+                print(f"dropped {os.path.relpath(folder, ROOT)}: made with other train settings than this "
+                      "command's (a train default changed since)", flush=True)
+            sweeps[plan.env, variant] = specs
+    todo = {spec.run_id: (f"{plan.env} {variant} seed {spec.seed}", steps, spec)
+            for plan, stage in stages for variant, steps, *_ in stage for spec in sweeps[plan.env, variant]
+            if finishedFolder(spec) is None}
+    countdown = Countdown(len(todo), sum(steps for _, steps, _ in todo.values()))
+    for plan, stage in stages:
+        processes = []
+        for variant, steps, eval_freq, workers in stage:
+            command = sweepCommand(plan, variant, steps, eval_freq, len(sweeps[plan.env, variant]), workers, bench_dir,
+                                   args.renderer, args.precision)
+            print(f"{plan.env} {variant}: python {' '.join(command)}", flush=True)
+            # the stage's sweeps share the cores: each run gets its share as torch threads, as in one sweep
+            environ = threadsEnvironment(threadsShare(sum(workers for *_, workers in stage)))
+            processes.append((variant, subprocess.Popen(["nice", "-n", "10", sys.executable, *command], cwd=ROOT,
+                                                        env=environ)))
+        watched = {run_id: todo[run_id] for variant, *_ in stage for spec in sweeps[plan.env, variant]
+                   if (run_id := spec.run_id) in todo}
+        for variant, code in waitCounting(processes, watched, countdown):
+            if code != 0:
+                failed.append(f"{variant} on {plan.env}")
+                print(f"warning: the {variant} sweep on {plan.env} exited {code}; its finished runs are reported",
+                      file=sys.stderr)
     tables, verdicts = [], []
     for env in args.envs:
         plan = plans[env]

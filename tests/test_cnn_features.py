@@ -17,6 +17,7 @@ from srl_rl_bench import CURVES, writeRun
 
 from benchmarks import cnn_features
 from benchmarks.cnn_features import summarise, sweepCommand, sweepSpecs, thresholdOf
+from benchmarks.progress import Countdown
 from benchmarks.srl_rl.env_plans import KUKA, MOBILE, PLANS
 from benchmarks.srl_rl.runs import RunRecord, finishedRuns
 from srl_toolbox import devices
@@ -194,7 +195,7 @@ def test_a_run_of_another_train_default_is_run_again_and_never_reported(tmp_path
             commands.append(command)
             threads.append(env[THREADS_VARIABLE])
 
-        def wait(self) -> int:
+        def poll(self) -> int:
             return 0
     monkeypatch.setattr(cnn_features.subprocess, "Popen", Finished)
     monkeypatch.setattr(devices, "usableCores", lambda: 6)
@@ -221,10 +222,37 @@ def test_a_failed_sweep_makes_the_command_fail(tmp_path, monkeypatch, capsys) ->
         def __init__(self, *args, **kwargs) -> None:
             pass
 
-        def wait(self) -> int:
+        def poll(self) -> int:
             return 1
 
     monkeypatch.setattr(cnn_features.subprocess, "Popen", Failed)
     assert cnn_features.main(["--envs", MOBILE, "--seeds", "1", "--budget", "1000", "--eval-freq", "500",
                               "--bench-dir", str(tmp_path / "bench"), "--no-append"]) == 1
     assert "sweep(s) failed: ground_truth on " in capsys.readouterr().err
+
+
+def test_the_countdown_names_each_run_as_its_sweep_finishes_it(tmp_path, monkeypatch, capsys) -> None:
+    """`make bench-cnn` runs for hours: it printed no countdown, and its side-by-side sweeps drew their bars into
+    each other; the sweeps print lines (--no-progress), and the benchmark a countdown line per finished run."""
+    plan = PLANS[MOBILE]
+    specs = sweepSpecs(plan, "medium", 4000, 1000, 2, str(tmp_path / "bench"))
+    assert "--no-progress" in sweepCommand(plan, "medium", 4000, 1000, 2, 2, "bench")
+
+    class Sweep:
+        """Finishes one run at each look, and exits at the second."""
+        returncode, looks = 0, 0
+
+        def poll(self) -> int | None:
+            spec = specs[self.looks]
+            writeRun(os.path.join(spec.parent, f"26-11-20_10h00_00_{spec.run_id}"), spec.srl_model, spec.seed,
+                     CURVES["raw_pixels"][spec.seed], spec=spec)
+            self.looks += 1
+            return None if self.looks == 1 else 0
+
+    monkeypatch.setattr(cnn_features, "POLL_S", 0.0)
+    clock = iter([0.0, 60.0, 120.0])
+    countdown = Countdown(3, 12_000, clock=lambda: next(clock))  # and a run of 4,000 steps in a later stage
+    watched = {spec.run_id: (f"{MOBILE} medium seed {spec.seed}", 4000, spec) for spec in specs}
+    assert cnn_features.waitCounting([("medium", Sweep())], watched, countdown) == [("medium", 0)]
+    assert capsys.readouterr().out.splitlines() == [f"[1/3, about 2 min left] {MOBILE} medium seed 0",
+                                                    f"[2/3, about 1 min left] {MOBILE} medium seed 1"]
