@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from replay.aggregate_plots import plotCurves
-from replay.results import TRAINING_Y_LABEL, curvesYLabel, loadCurves, plural
+from replay.results import EVALUATION_Y_LABEL, TRAINING_Y_LABEL, curvesYLabel, loadCurves, plural
 from srl_toolbox.cli import CLIParser, UsageError, checkOutputFile, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.terminal import HeldWarnings
 
@@ -29,7 +29,9 @@ def buildParser() -> CLIParser:
     result.add_argument("--labels", nargs="+", type=nonEmptyText, default=None,
                         help="one label per input [their own labels]")
     result.add_argument("-o", "--output", type=nonEmptyText, default="compare.png", help="the PNG to write [compare.png]")
-    result.add_argument("-t", "--title", default="Learning curves", help="figure title [Learning curves]")
+    result.add_argument("-t", "--title", default=None,
+                        help="figure title [the inputs' envs, with (deterministic evaluations) for evaluation curves, "
+                             "as aggregate_plots titles its figures]")
     result.add_argument("--truncate-x", type=positiveInt, default=None, help="draw only x <= this value")
     return result
 
@@ -100,6 +102,10 @@ def checkedCurves(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace
             x, y = x[keep], y[:, keep]
         curves.append((label, x, y))
     known = next(iter(windows)) if windows and all(data["episode_window"] is not None for data in loaded) else None
+    if args.title is None:
+        envs = sorted({data["env"] for data in loaded if data["env"]})
+        args.title = (", ".join(envs) or "Learning curves") + (
+            " (deterministic evaluations)" if next(iter(kinds)) == EVALUATION_Y_LABEL else "")
     return args, curves, next(iter(units)), curvesYLabel(next(iter(kinds)), known)
 
 

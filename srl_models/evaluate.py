@@ -165,6 +165,15 @@ def encodeDataset(model: BaseSRLModel, dataset: Dataset, indices: np.ndarray, ba
     return states
 
 
+def groundTruthUnit(env_id: str | None) -> str | None:
+    """:return: the unit of the env's ground truth (GROUND_TRUTH_UNIT), None when it declares none or is not known
+    (a dataset of an env no longer registered)"""
+    try:
+        return getEnvClass(env_id).GROUND_TRUTH_UNIT if env_id else None
+    except (KeyError, ImportError, AttributeError):
+        return None
+
+
 def plotType(env_id: str | None, gt_dim: int) -> str:
     """
     :param env_id: the env the data comes from
@@ -194,6 +203,11 @@ class Evaluation:
     output_folder: str  # the model folder (reference), or one of its evaluations/ subfolders: outputFolder
     fingerprint: str = ""  # the dataset's (Dataset.fingerprint)
     dataset_changed: bool = False  # the training dataset, re-recorded since the training: datasetChanged
+
+    @property
+    def env_id(self) -> str | None:
+        """The env of the frames: the model's, else the dataset's"""
+        return self.config.get("env") or self.dataset.env_id
 
 
 def prepareEvaluation(model_folder: str, data_folder: str | None = None, k: int = DEFAULT_K,
@@ -334,7 +348,7 @@ def runEvaluation(evaluation: Evaluation, progress: bool = True) -> dict[str, An
         writeNpz(os.path.join(staging, STATES_FILE),
                  {"states": states, "ground_truth": ev.ground_truth, "indices": ev.indices, **extra})
         name = ev.config.get("srl_model", type(ev.model).__name__)
-        env_id = ev.config.get("env") or ev.dataset.env_id
+        env_id = ev.env_id
         plotting.plotStatesByGroundTruth(
             states, ev.ground_truth, plotType(env_id, ev.ground_truth.shape[1]), os.path.join(staging, STATES_PLOT),
             title=f"{name} (state dim {ev.model.state_dim}) on {env_id or ev.dataset.path}: GTC {gtc['mean']:.3f}",
@@ -396,7 +410,8 @@ def plotKnn(evaluation: Evaluation, states: np.ndarray, name: str, folder: str |
     images = images.reshape(*frames.shape, *images.shape[1:])
     plotting.plotNeighbours(images[:, 0], images[:, 1:], distances,
                             os.path.join(folder or ev.output_folder, KNN_PLOT),
-                            title=f"{name}: {shown} nearest neighbours in learned-state space")
+                            title=f"{name}: {shown} nearest neighbours in learned-state space",
+                            unit=groundTruthUnit(ev.env_id))
 
 
 def evaluateModel(model_folder: str, data_folder: str | None = None, k: int = DEFAULT_K,

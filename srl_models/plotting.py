@@ -111,16 +111,17 @@ def displayable(images: np.ndarray) -> np.ndarray:
 
 
 def plotNeighbours(queries: np.ndarray, neighbours: np.ndarray, distances: np.ndarray, path: str,
-                   title: str = "") -> None:
+                   title: str = "", unit: str | None = None) -> None:
     """
     One row per query frame: the frame, then its nearest neighbours in learned-state space with their squared
-    ground-truth distance to it.
+    ground-truth distance to it (two significant digits, in the square of the ground truth's unit).
 
     :param queries: uint8 (q, H, W, C) query frames
     :param neighbours: uint8 (q, k, H, W, C) their neighbours, nearest first
     :param distances: (q, k) squared ground-truth distances
     :param path: destination .png
     :param title: figure title
+    :param unit: the ground truth's unit (the env's GROUND_TRUTH_UNIT), None when it has none
     """
     rows, k = neighbours.shape[:2]
     figure = Figure(figsize=(1.6 * (k + 1), 1.75 * rows + 0.4))
@@ -130,7 +131,8 @@ def plotNeighbours(queries: np.ndarray, neighbours: np.ndarray, distances: np.nd
         axes[row, 0].set_title("query", fontsize=8, color="tab:blue")
         for col in range(k):
             axes[row, col + 1].imshow(displayable(neighbours[row, col]))
-            axes[row, col + 1].set_title(f"GT d²={distances[row, col]:.3g}", fontsize=7)
+            axes[row, col + 1].set_title(f"GT d² {distances[row, col]:#.2g}" + (f" {unit}²" if unit else ""),
+                                         fontsize=8)
     for ax in axes.ravel():
         ax.set_xticks([])
         ax.set_yticks([])

@@ -505,6 +505,9 @@ def test_every_steps_axis_says_env_steps(tmp_path, monkeypatch):
     assert compare_plots.main(["-i", f"{prefix}_{ENV}_ppo2_ground_truth_evaluation.npz", "-o",
                                str(tmp_path / "c.png")]) == 0
     assert drawn[-1].axes[0].get_xlabel() == "Env steps"
+    # titled as aggregate_plots titles its figures (it said "Learning curves", of evaluations too)
+    assert drawn[-1].axes[0].get_title() == f"{ENV} (deterministic evaluations)"
+    assert compare_plots.main(["-i", npz, "-o", str(tmp_path / "c.png")]) == 0 and drawn[-1].axes[0].get_title() == ENV
     saveLearningCurve([250, 500], [1.0, 2.0], 40, str(tmp_path / "learning_curve.png"))
     plots.main(["-i", str(tmp_path / "logs" / "0"), "--output-dir", str(tmp_path / "plots")])
     assert drawn[-2].axes[0].get_xlabel() == drawn[-1].axes[0].get_xlabel() == "Env steps"

@@ -7,7 +7,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.image import imread
 
-from srl_models import plotting
+from srl_models import evaluate, plotting
 from srl_models.metrics import gtCorrelation, knnMse, nearestNeighbours, participationRatio, sampleIndices
 
 # --- metrics on synthetic data --------------------------------------------------------------------------------------
@@ -127,3 +127,17 @@ def test_the_participation_ratio_counts_the_directions_a_state_spans():
     assert participationRatio(np.c_[truth, np.ones(4000)]) == pytest.approx(2.0, abs=0.05)  # a constant adds none
     assert participationRatio(np.c_[truth, truth[:, :1] * 3]) == pytest.approx(1.8, abs=0.05)
     assert participationRatio(np.ones((10, 3))) == 1.0
+
+
+def test_the_neighbours_distances_have_two_digits_and_the_ground_truths_unit(monkeypatch) -> None:
+    """knn_neighbours.png read "GT d²=0.01", "0.173", "0": mixed precision, no unit."""
+    figures = []
+    monkeypatch.setattr(plotting, "saveFigure", lambda figure, path, dpi=100: figures.append(figure))
+    frames = np.zeros((1, 8, 8, 3), dtype=np.uint8)
+    distances = np.array([[0.01, 0.173, 0.0]])
+    plotting.plotNeighbours(frames, np.zeros((1, 3, 8, 8, 3), dtype=np.uint8), distances, "unused.png", unit="m")
+    plotting.plotNeighbours(frames, np.zeros((1, 3, 8, 8, 3), dtype=np.uint8), distances, "unused.png")
+    titles = [[axes.get_title() for axes in figure.axes[1:]] for figure in figures]
+    assert titles == [["GT d² 0.010 m²", "GT d² 0.17 m²", "GT d² 0.0 m²"], ["GT d² 0.010", "GT d² 0.17", "GT d² 0.0"]]
+    assert evaluate.groundTruthUnit("MobileRobotGymEnv-v0") == "m" and evaluate.groundTruthUnit("Nowhere-v0") is None
+    assert evaluate.groundTruthUnit("CarRacingGymEnv-v0") is None  # its world units have no name
