@@ -497,7 +497,7 @@ class VisdomPlotter:
 def saveLearningCurve(timesteps: ArrayLike, rewards: ArrayLike, episode_window: int, path: str,
                       title: str = "") -> str:
     """
-    Write the learning curve as a PNG: raw episode rewards (light) and their moving average against timesteps.
+    Write the learning curve as a PNG: each episode's reward a point, and their moving average against timesteps.
     The file is replaced atomically (a reader never sees a partial image). Needs no display.
 
     :param timesteps: ``timesteps[i]`` is the run's step count (all envs together) when episode ``i`` ended
