@@ -225,10 +225,15 @@ def envFlagRefusal(env_id: str, *, fpv: bool = False, multi_view: bool = False, 
         :func:`envOffers`): a sweep passes its flags to every env, and earlier runs recorded it
     """
     env_class = getEnvClass(env_id)
-    for flag, keyword, asked in (("--fpv", "fpv", fpv), ("--multi-view", "multi_view", multi_view)):
+    cameras = (("--fpv", "fpv", fpv, "first-person camera"),
+               ("--multi-view", "multi_view", multi_view, "second fixed camera"))
+    for flag, keyword, asked, camera in cameras:
         if asked and not env_class.acceptsKeyword(keyword):
             having = envsWhere(lambda env_class: env_class.acceptsKeyword(keyword))
-            return f"{flag}: {env_id} has no second camera; envs with {flag}: {', '.join(having) or 'none'}"
+            # an env with the other flag's camera: that flag is named (a mobile robot's second camera is --fpv's)
+            other = next((f" (its second camera: {other_flag})" for other_flag, other_keyword, *_ in cameras
+                          if other_flag != flag and env_class.acceptsKeyword(other_keyword)), "")
+            return f"{flag}: {env_id} has no {camera}{other}; envs with {flag}: {', '.join(having) or 'none'}"
         if asked and not pixels:
             warnings.warn(f"{flag} stacks a second camera's image; it does nothing for an observation that is not "
                           "camera images (--srl-model raw_pixels or a learned model)", UsageWarning, stacklevel=2)

@@ -215,7 +215,7 @@ def plotRun(episodes: dict[str, np.ndarray], window: int, path: str, title: str 
         results = evaluations["results"]
         axes_pair[0].errorbar(evaluations["timesteps"], results.mean(axis=1), yerr=results.std(axis=1),
                               color="tab:orange", marker="o", markersize=4, capsize=3, linewidth=1.5,
-                              label=f"evaluation mean ± std ({results.shape[1]} deterministic episodes)")
+                              label=f"evaluation mean ± std ({plural(results.shape[1], 'deterministic episode')})")
     axes_pair[0].set_ylabel("Episode reward")
     handles, labels = axes_pair[0].get_legend_handles_labels()  # below the panels: it never hides a curve
     if labels:

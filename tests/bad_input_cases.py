@@ -160,7 +160,7 @@ CASES = [
     ("train-maskable-without-masks", TRAIN, ["--env", "OmnirobotEnv-v0", "--algo", "maskable_ppo"],
      ["maskable_ppo", "action masks", "OmnirobotEnv-v0", "MobileRobotGymEnv-v0"]),
     ("train-fpv-without-camera", TRAIN, ["--env", "OmnirobotEnv-v0", "--fpv"],
-     ["--fpv", "OmnirobotEnv-v0", "no second camera", "MobileRobotGymEnv-v0"]),
+     ["--fpv", "OmnirobotEnv-v0", "no first-person camera;", "MobileRobotGymEnv-v0"]),
     ("train-force-down-without-arm", TRAIN, [*GT, "--force-down"],
      ["--force-down", "MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0"]),
     ("train-bad-port", TRAIN, [*GT, "--port", "70000"], ["'70000'", "port"]),

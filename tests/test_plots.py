@@ -428,3 +428,13 @@ def test_the_line_of_an_unfinished_run_says_so_rather_than_a_step_past_what_it_t
         json.dump({"state": "failed", "message": "stopped by SIGINT", "stopped": True}, handle)
     assert main(["-i", run]) == 0
     assert "; unfinished, no model saved yet)" in capsys.readouterr().out
+
+
+def test_an_evaluation_of_one_episode_is_said_in_the_singular(tmp_path, monkeypatch) -> None:
+    drawn = []
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: drawn.append(figure))
+    episodes = {"timesteps": np.array([100, 200]), "rewards": np.array([1.0, 2.0]), "times": np.array([1.0, 2.0])}
+    for count, words in ((1, "1 deterministic episode)"), (3, "3 deterministic episodes)")):
+        plotRun(episodes, 5, str(tmp_path / "run.png"),
+                evaluations={"timesteps": np.array([100, 200]), "results": np.ones((2, count))})
+        assert drawn[-1].legends[0].get_texts()[-1].get_text() == f"evaluation mean ± std ({words}"

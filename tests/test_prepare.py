@@ -369,10 +369,12 @@ BAD_PREPARE = [
      "--srl-config-file: '' is empty"),
     ("huge state", ["--env", ENV_ID, "--srl-model", "vae", "--state-dim", "1e30"], "--state-dim: '1e30'"),
     ("second camera of another env", ["--env", ENV_ID, "--srl-model", "vae", "--multi-view"],
-     f"--multi-view: {ENV_ID} has no second camera; envs with --multi-view: Kuka2ButtonGymEnv-v0, "
+     f"--multi-view: {ENV_ID} has no second fixed camera (its second camera: --fpv); envs with --multi-view: "
+     "Kuka2ButtonGymEnv-v0, "
      "KukaButtonGymEnv-v0"),
     ("first-person view of an arm", ["--env", "KukaButtonGymEnv-v0", "--srl-model", "vae", "--fpv"],
-     "--fpv: KukaButtonGymEnv-v0 has no second camera; envs with --fpv: MobileRobot1DGymEnv-v0, "
+     "--fpv: KukaButtonGymEnv-v0 has no first-person camera (its second camera: --multi-view); envs with --fpv: "
+     "MobileRobot1DGymEnv-v0, "
      "MobileRobot2TargetGymEnv-v0"),
     ("foreign dataset", ["--env", ENV_ID, "--srl-model", "vae", *TINY],
      "was recorded with other settings (seed was 7, now 0)"),
