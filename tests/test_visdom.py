@@ -396,7 +396,7 @@ def test_the_learning_curve_of_one_episode_marks_it(tmp_path, monkeypatch) -> No
     saveLearningCurve([1000], [5.0], 40, str(tmp_path / "one.png"))
     saveLearningCurve([1000, 2000], [5.0, 3.0], 40, str(tmp_path / "two.png"))
     one, two = ([line.get_marker() for line in figure.axes[0].get_lines()] for figure in drawn)
-    assert one == ["o", "o"] and two == ["None", "None"], (one, two)
+    assert one == [".", "o"] and two == [".", "None"], (one, two)  # (the episodes are points: the average's marked)
 
 
 def test_the_learning_curve_legend_is_below_the_axes(tmp_path, monkeypatch) -> None:
