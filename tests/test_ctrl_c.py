@@ -260,6 +260,23 @@ def test_a_second_ctrl_c_during_the_final_save_does_not_cut_it_short(tmp_path, m
     assert runStatus(run_dir) == "resume"
 
 
+def test_a_second_ctrl_c_in_a_resumed_run_names_the_checkpoint_it_restored(tmp_path, monkeypatch, capsys) -> None:
+    """A resumed run stopped by two Ctrl-Cs before its next checkpoint said "No checkpoint yet (--resume would start
+    the run again from step 0)" and offered a new run folder, though the checkpoint it had resumed from was there."""
+    _twoCtrlCsAt(monkeypatch, 700)
+    flags = [*GT, "--algo", "ppo2", "--num-timesteps", "2000", "--checkpoint-freq", "500", "--no-vis", "--no-progress",
+             *SECOND_CTRL_C_RUNS["ppo2"]]
+    assert train.main([*flags, "--log-dir", str(tmp_path)]) == 130
+    (run_dir,) = glob.glob(str(tmp_path / "*" / "*" / "*" / "*"))
+    ((saved, checkpoint),) = listCheckpoints(run_dir)
+    capsys.readouterr()
+    assert train.main(["--resume", run_dir]) == 130  # two Ctrl-Cs again before the next checkpoint (1000)
+    out = capsys.readouterr().out
+    assert listCheckpoints(run_dir) == [(saved, checkpoint)] and "No checkpoint yet" not in out, out
+    assert f"Checkpoint: {checkpoint}; continue with: {pythonCommand()} -m rl_baselines.train --resume " in out, out
+    assert f"(--resume goes on from the checkpoint at step {saved})" in out
+
+
 API_RUN = {"algo": "ppo2", "env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth", "num_timesteps": 2000,
            "checkpoint_freq": -1, "hyperparams": {"n_steps": 100, "batch_size": 50, "n_epochs": 1}}
 

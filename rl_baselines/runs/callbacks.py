@@ -213,6 +213,17 @@ class TrainingCallbacks(CallbackList):
         checkpoints = self.find(CheckpointCallback)
         return None if checkpoints is None else checkpoints.last_checkpoint
 
+    def resumedFrom(self, folder: str, steps: int) -> None:
+        """
+        A resumed run's last checkpoint is the one it restored, until it writes another.
+
+        :param folder: the checkpoint folder
+        :param steps: its step count
+        """
+        checkpoints = self.find(CheckpointCallback)
+        if checkpoints is not None:
+            checkpoints.last_checkpoint, checkpoints.last_checkpoint_steps = folder, steps
+
     @property
     def last_checkpoint_steps(self) -> int | None:
         """The step count of the last checkpoint written, None before the first."""

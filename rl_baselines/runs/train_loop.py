@@ -86,6 +86,8 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
         run_logger=run_logger, num_envs=runEnvs(config.argsRecord()))
     if resuming:
         callback.restoreState(plan.run_state.get("callback", {}))
+        if config.resume_from:  # the checkpoint a stop before the next one names: --resume goes on from it again
+            callback.resumedFrom(config.resume_from, plan.num_timesteps)
     # SIGINT/SIGTERM: checkpoint, then stop (a second one: at once); the final save, which no signal cuts short
     uninstall_handlers, interrupted = installStopHandlers(callback.requestStop), False
     try:
