@@ -493,6 +493,36 @@ def test_a_run_another_pipelines_ctrl_c_stopped_is_counted_stopped_there_too(tmp
                                                      "stopped": 1}
 
 
+class _SignalledExecutor(_OneAtATimeExecutor):
+    """The second run's train is stopped by a SIGTERM sent to it (not to the sweep): exit -15."""
+
+    def wait(self, timeout: float) -> list:
+        spec = self.running.pop(0)
+        self.ended += 1
+        code = -signal.SIGTERM if self.ended == 2 else 0
+        return [run_attempts.RunResult(spec.run_id, "failed" if code else "done", code, "folder", "log", 1.0)]
+
+
+def test_a_run_whose_train_a_signal_stopped_is_stopped_in_the_line_the_bar_and_the_state_file(tmp_path, capsys):
+    """A SIGTERM sent to one run's train: the line said ``failed``, the bar ``failed 1`` and the state file's counts
+    ``failed: 1``, where the summary said ``0 failed, 1 stopped``."""
+    specs = expandGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth"], [0, 1, 2], [], str(tmp_path), cwd=REPO)
+    records: dict = {}
+    state_file = str(tmp_path / "sweep_x.json")
+    claims = pipeline.RunClaims(specs)
+    failed, interrupted = pipeline._runAll(
+        _SignalledExecutor(), claims, list(specs), specs, records, None, False,
+        lambda: pipeline.writeSweepState(state_file, ["pipeline"], specs, records, claims.pipeline))
+    assert not interrupted and records[specs[1].run_id]["stopped"]
+    captured = capsys.readouterr()
+    assert f"stopped: {specs[1].label} [{specs[1].run_id}] exit code -15" in captured.out, captured.out
+    assert "done 2, running 0, failed 0, stopped 1" in captured.err, captured.err
+    pipeline._summary(specs, records, failed, interrupted, state_file)
+    assert "0 failed, 1 stopped" in capsys.readouterr().out
+    assert json.load(open(state_file))["counts"] == {"pending": 0, "running": 0, "done": 2, "skipped": 0, "failed": 0,
+                                                     "stopped": 1}
+
+
 def test_the_start_line_names_the_workers_the_runs_use(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.setattr(pipeline, "_runAll", lambda *args: ([], False))
     pipeline.main(["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--num-iteration", "1",

@@ -392,14 +392,18 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
         as finished."""
         spec = by_id[result.run_id]
         claims.release(result.run_id)
+        # a run here whose train a Ctrl-C or SIGTERM of its own stopped (sent to it, not to the sweep): ended, and
+        # stopped as the summary and the state file's counts say (the same command continues it)
+        by_signal = elsewhere is None and result.state == "failed" and \
+            stoppedBySignal(result.returncode) in (signal.SIGINT, signal.SIGTERM)
         records[result.run_id] = elsewhere if elsewhere is not None else stamp(
             {"state": result.state, "run_folder": result.run_folder, "log": result.log,
              "returncode": result.returncode, "wall_time_s": round(result.wall_time_s, 2), "message": result.message,
-             **({} if advance else {"stopped": True})}, claims.pipeline)
+             **({} if advance and not by_signal else {"stopped": True})}, claims.pipeline)
         finished_now.append(spec)
         ended.append(result)
         if advance:
-            counted["failed" if result.state == "failed" else "done"] += 1
+            counted["stopped" if by_signal else "failed" if result.state == "failed" else "done"] += 1
             if work is not None:
                 work.ended(spec.run_id, done=result.state != "failed" and elsewhere is None)
             showStatus(refresh=False)
@@ -415,7 +419,7 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
             writeAboveBar(bar, f"{prefix}stopped{by}: {spec.label} [{spec.run_id}] ({why}), log {result.log}"
                       + (f": {result.message}" if result.message and result.message != why else ""))
         elif result.state == "failed":
-            writeAboveBar(bar, f"{prefix}failed{by}: {spec.label} [{spec.run_id}] "
+            writeAboveBar(bar, f"{prefix}{'stopped' if by_signal else 'failed'}{by}: {spec.label} [{spec.run_id}] "
                       f"{_exitCodeAndLog(result)}" + (f": {result.message}" if result.message else ""))
         elif no_progress:
             writeAboveBar(bar, f"{prefix}done{by}: {spec.label} [{spec.run_id}]"
