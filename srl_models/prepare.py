@@ -62,6 +62,7 @@ from srl_models.train_config import MAX_STATE_DIM, SRLTrainConfig
 from srl_models.trainer import heldOutEpisodeCount, splitEpisodes
 from srl_toolbox.cli import (
     IMAGE_SIDES,
+    INTERRUPTED_EXIT_CODE,
     WINDOW_HINT,
     CLIParser,
     UsageError,
@@ -647,7 +648,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: exit code
     """
-    prepare(argv)
+    try:
+        prepare(argv)
+    except SystemExit as stop:  # the recording's Ctrl-C (its lines printed): runCommand says 143 after a SIGTERM
+        if stop.code == INTERRUPTED_EXIT_CODE:
+            return INTERRUPTED_EXIT_CODE
+        raise
     return 0
 
 

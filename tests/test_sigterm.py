@@ -78,6 +78,19 @@ def test_a_recording_with_workers_stops_them_and_keeps_its_finished_episodes(tmp
     assert workers and not [pid for pid, _ in workers if os.path.exists(f"/proc/{pid}")], workers
 
 
+def test_prepare_stopped_while_it_records_exits_143(tmp_path) -> None:
+    """srl_models.prepare ended a SIGTERM during its recording with the recording's Ctrl-C code, 130, not 143."""
+    data = tmp_path / "data"
+    process = startModule("srl_models.prepare", "--env", "MobileRobotGymEnv-v0", "--srl-model", "pca", "--episodes", 40,
+                          "--epochs", 1, "--seed", 3, "--data-folder", data, "--log-folder", tmp_path / "srl",
+                          "--srl-config-file", tmp_path / "srl.yaml", "--no-progress")
+    out, err = terminateWhen(process, lambda: any((data / name / "episodes").is_dir() and any(
+        ".tmp" not in episode for episode in os.listdir(data / name / "episodes"))
+        for name in (os.listdir(data) if data.is_dir() else ()) if name.endswith(".partial")))
+    assert process.returncode == TERMINATED_EXIT_CODE, (out, err)
+    assert "Traceback" not in err and "Interrupted: " in err, err
+
+
 def test_an_srl_training_writing_its_model_folder_removes_it(tmp_path, tinyDataset) -> None:  # noqa: F811
     """Once the model folder is being written: it is removed, the parents made for it too; ``Terminated``, 143."""
     for attempt in range(3):  # a tiny PCA may finish between the poll that sees its folder and the signal: again
