@@ -594,3 +594,22 @@ def test_a_damaged_progress_csv_is_refused_before_it_is_cut(tmp_path, monkeypatc
         train.main(["--resume", run_dir, "--no-vis", "--no-progress"])
     os.rmdir(lock)
     assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
+
+
+def test_a_finished_run_stopped_before_its_learning_curve_gets_it_on_resume(tmp_path, shortRun, capsys) -> None:
+    """A SIGKILL between a run's final checkpoint and its learning_curve.png left it without one for good: every
+    --resume said "Already finished" and drew nothing. The curve is drawn from the monitor files, as the run draws it."""
+    run_dir = str(tmp_path / "run")
+    shutil.copytree(shortRun, run_dir)
+    curve = os.path.join(run_dir, "learning_curve.png")
+    with open(curve, "rb") as handle:
+        drawn_by_the_run = handle.read()
+    os.remove(curve)
+    capsys.readouterr()
+    assert train.main(["--resume", run_dir, "--no-vis"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == \
+        "learning_curve.png: drawn from its monitor files (the run stopped before it)"
+    with open(curve, "rb") as handle:
+        assert handle.read() == drawn_by_the_run
+    assert train.main(["--resume", run_dir, "--no-vis"]) == 0  # drawn once
+    assert "learning_curve.png" not in capsys.readouterr().out

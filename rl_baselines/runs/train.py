@@ -19,7 +19,7 @@ from typing import Any
 from environments import getEnvClass, registered_env
 from environments.registry import unknownEnvText
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.core.run_folder import RUN_FOLDER_ATTEMPTS, RunFolder, newStamp
+from rl_baselines.core.run_folder import LEARNING_CURVE_FILE, RUN_FOLDER_ATTEMPTS, RunFolder, newStamp
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
 from rl_baselines.runs.hyperparams_file import usedHyperparams, writeHyperparamsFile
 from rl_baselines.runs.resume import (
@@ -42,7 +42,7 @@ from rl_baselines.runs.train_config import DEFAULT_ALGO as DEFAULT_ALGO  # re-ex
 from rl_baselines.runs.train_config import DEFAULT_ENV as DEFAULT_ENV
 from rl_baselines.runs.train_config import MIN_CNN_SIDE as MIN_CNN_SIDE  # re-exported: rl_baselines.train
 from rl_baselines.runs.train_config import TrainConfig, TrainResult
-from rl_baselines.runs.train_loop import trainInRunFolder
+from rl_baselines.runs.train_loop import completeLearningCurve, trainInRunFolder
 from rl_baselines.runs.worker import trainAsWorker
 from srl_models.config import describeSRLModel
 from srl_models.registry import registeredSRL
@@ -176,6 +176,8 @@ def trainCommand(argv: Sequence[str] | None = None) -> TrainResult:
             print(f"Run folder: {plan.run_dir}")
             applyFinishedPlan(plan)  # only the SRL model's new folder, if given, is recorded
             print(f"Already finished ({plan.num_timesteps} steps): nothing to resume")
+            if completeLearningCurve(plan.run_dir):  # (stopped between its final checkpoint and its curve)
+                print(f"{LEARNING_CURVE_FILE}: drawn from its monitor files (the run stopped before it)")
             return TrainResult(0, plan.run_dir, None, plan.num_timesteps, float("nan"), args)
         return trainValidated(validate(args, registered_rl), plan, algo_class, held)
 

@@ -26,7 +26,7 @@ from rl_baselines.core.run_folder import LEARNING_CURVE_FILE, RunFolder
 from rl_baselines.envs.factory import closeBrokenWorkers
 from rl_baselines.runs.callbacks import standardCallbacks
 from rl_baselines.runs.evaluation import Evaluator
-from rl_baselines.runs.monitor_files import runEnvs
+from rl_baselines.runs.monitor_files import loadEpisodes, runEnvs
 from rl_baselines.runs.resume import continueCommand, installStopHandlers
 from rl_baselines.runs.run_logging import (
     TENSORBOARD_RUN_KEY,
@@ -204,6 +204,31 @@ def _saveAndReport(config: TrainConfig, algo: Any, algo_class: type, callback: A
     print(f"Run folder: {run_dir}")
     code = 128 + int(callback.stop_signal) if stopped else 130 if interrupted else 0
     return TrainResult(code, run_dir, algo if built else None, num_timesteps, mean_reward, config)
+
+
+def completeLearningCurve(run_dir: str) -> bool:
+    """
+    Draw the learning_curve.png of a finished run that has none (stopped, a SIGKILL, between its final checkpoint and
+    its curve), from its monitor files, as the run would have drawn it.
+
+    :param run_dir: a finished run folder
+    :return: whether it was drawn (not when the run has its curve, no finished episode, or unreadable records)
+    """
+    folder = RunFolder(run_dir)
+    if os.path.exists(folder.learning_curve_file):
+        return False
+    try:
+        args = readJson(folder.args_file)
+        episodes = loadEpisodes(folder.monitor_dir, runEnvs(args))
+    except (OSError, ValueError):  # (MonitorFileError is one)
+        return False
+    if not episodes["rewards"].size:
+        return False
+    window = args.get("episode_window")
+    saveLearningCurve(episodes["timesteps"], episodes["rewards"], window if isinstance(window, int) and window > 0
+                      else TrainConfig.episode_window, folder.learning_curve_file,
+                      title=f"{args.get('env')} {args.get('srl_model')} {args.get('algo')}")
+    return True
 
 
 def _runLogger(config: TrainConfig, algo_class: type, plotter: Any, purge_step: int | None) -> Any:
