@@ -24,7 +24,6 @@ replay.compare_plots; this command draws each run alone.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import glob
 import os
 import re
@@ -48,7 +47,7 @@ from replay.results import (
     sweepFailure,
     warnNanRewards,
 )
-from rl_baselines.core.run_folder import MANIFEST_FILE, RunFolder, insideRunRefusal
+from rl_baselines.core.run_folder import MANIFEST_FILE, RunFolder, insideRunRefusal, readRunArgs
 from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, MonitorFileError, loadEpisodes, runEnvsOf
 from srl_toolbox.cli import (
     DEFAULT_VISDOM_PORT,
@@ -314,18 +313,10 @@ def buildParser() -> CLIParser:
     return parser
 
 
-def _runArgs(run_dir: str) -> dict[str, Any] | None:
-    """:return: the run's args.json, None when it has none (a folder of monitor files) or it is unreadable"""
-    with contextlib.suppress(OSError, ValueError):
-        args = readJson(RunFolder(run_dir).args_file)
-        return args if isinstance(args, dict) else None
-    return None
-
-
 def _runWindow(run_dir: str, override: int | None) -> int:
     if override is not None:
         return override
-    value = (_runArgs(run_dir) or {}).get("episode_window")
+    value = (readRunArgs(run_dir) or {}).get("episode_window")
     return value if isinstance(value, int) and value > 0 else DEFAULT_WINDOW
 
 
@@ -342,7 +333,7 @@ def runSummary(run_dir: str, episodes: dict[str, np.ndarray], evaluations: dict[
         1,200" (or "no model saved yet"), its episodes counting past that step; a sweep run that failed ends in
         "; failed in its sweep (<why>)" instead
     """
-    args = _runArgs(run_dir)
+    args = readRunArgs(run_dir)
     finished, trained = runProgress(run_dir, args) if args is not None else (True, None)
     # a continued model's saves (their manifest) count its steps before this run too, where the run's episodes count
     # from its start

@@ -165,13 +165,18 @@ def encodeDataset(model: BaseSRLModel, dataset: Dataset, indices: np.ndarray, ba
     return states
 
 
-def groundTruthUnit(env_id: str | None) -> str | None:
-    """:return: the unit of the env's ground truth (GROUND_TRUTH_UNIT), None when it declares none or is not known
-    (a dataset of an env no longer registered)"""
+def _envAttribute(env_id: str | None, name: str) -> Any:
+    """:return: the env class's attribute ``name``, None where the env is not known (a dataset of an env that is not
+    installed) or has no such attribute"""
     try:
-        return getEnvClass(env_id).GROUND_TRUTH_UNIT if env_id else None
+        return getattr(getEnvClass(env_id), name, None) if env_id else None
     except (KeyError, ImportError, AttributeError):
         return None
+
+
+def groundTruthUnit(env_id: str | None) -> str | None:
+    """:return: the unit of the env's ground truth (GROUND_TRUTH_UNIT), None when it declares none or is not known"""
+    return _envAttribute(env_id, "GROUND_TRUTH_UNIT")
 
 
 def plotType(env_id: str | None, gt_dim: int) -> str:
@@ -180,12 +185,8 @@ def plotType(env_id: str | None, gt_dim: int) -> str:
     :param gt_dim: ground-truth dimensions
     :return: the env's PLOT_TYPE ("2D"/"3D"); for an env that is not installed, "3D" for 3-D ground truth
     """
-    # Lazy: importing the registry is cheap, but getEnvClass imports the env's module (pybullet).
-
-    try:
-        return str(getEnvClass(env_id).PLOT_TYPE) if env_id else ("3D" if gt_dim >= 3 else "2D")
-    except (KeyError, ImportError, AttributeError):
-        return "3D" if gt_dim >= 3 else "2D"
+    plot_type = _envAttribute(env_id, "PLOT_TYPE")
+    return str(plot_type) if plot_type is not None else ("3D" if gt_dim >= 3 else "2D")
 
 
 @dataclass

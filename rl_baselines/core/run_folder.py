@@ -226,6 +226,19 @@ def runsBelowHint(folder: str) -> str:
     return f": the one below it is {newest}" if count == 1 else f": the newest of the {count} below it is {newest}"
 
 
+def readRunArgs(folder: str) -> dict[str, Any] | None:
+    """
+    :param folder: a run folder
+    :return: its args.json, None when it has none or it cannot be read (not written yet: train writes it atomically;
+        a folder of monitor files only; a damaged file; JSON that is not an object)
+    """
+    try:
+        args = readJson(RunFolder(folder).args_file)
+    except (OSError, ValueError):
+        return None
+    return args if isinstance(args, dict) else None
+
+
 def runPhysics(folder: str) -> int:
     """
     :param folder: a run folder

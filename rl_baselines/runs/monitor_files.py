@@ -25,8 +25,7 @@ from typing import Any
 import numpy as np
 
 from rl_baselines.core.run_folder import MONITOR_SUFFIX as MONITOR_SUFFIX  # re-exported
-from rl_baselines.core.run_folder import RunFolder
-from srl_toolbox.files import readJson
+from rl_baselines.core.run_folder import readRunArgs
 
 # The columns an episode row must have (SB3's Monitor writes them first).
 EPISODE_COLUMNS = ("r", "l", "t")
@@ -218,11 +217,8 @@ def runEnvsOf(run_dir: str) -> int | None:
     :return: :func:`runEnvs` of its args.json, None when it has none or it cannot be read (not written yet: train
         writes it atomically; a folder of monitor files only; a damaged file)
     """
-    try:
-        args = readJson(RunFolder(run_dir).args_file)
-    except (OSError, ValueError):
-        return None
-    return runEnvs(args) if isinstance(args, dict) else None
+    args = readRunArgs(run_dir)
+    return None if args is None else runEnvs(args)
 
 
 def _episodeRow(columns: list[str], line: str) -> tuple[float, float, int, float] | None:

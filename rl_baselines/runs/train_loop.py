@@ -22,7 +22,7 @@ from stable_baselines3.common.utils import set_random_seed
 
 from rl_baselines.core.checkpointing import Checkpoint, runDescription
 from rl_baselines.core.plugin_v1 import trainAlgorithm
-from rl_baselines.core.run_folder import LEARNING_CURVE_FILE, RunFolder
+from rl_baselines.core.run_folder import LEARNING_CURVE_FILE, RunFolder, readRunArgs
 from rl_baselines.envs.factory import closeBrokenWorkers
 from rl_baselines.runs.callbacks import standardCallbacks
 from rl_baselines.runs.evaluation import Evaluator
@@ -215,10 +215,10 @@ def completeLearningCurve(run_dir: str) -> bool:
     :return: whether it was drawn (not when the run has its curve, no finished episode, or unreadable records)
     """
     folder = RunFolder(run_dir)
-    if os.path.exists(folder.learning_curve_file):
+    args = readRunArgs(run_dir)
+    if os.path.exists(folder.learning_curve_file) or args is None:
         return False
     try:
-        args = readJson(folder.args_file)
         episodes = loadEpisodes(folder.monitor_dir, runEnvs(args))
     except (OSError, ValueError):  # (MonitorFileError is one)
         return False

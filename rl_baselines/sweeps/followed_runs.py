@@ -12,11 +12,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from rl_baselines.core.run_folder import RunFolder
+from rl_baselines.core.run_folder import RunFolder, readRunArgs
 from rl_baselines.runs.monitor_files import MonitorTail, runEnvs
 from rl_baselines.sweeps.run_attempts import runAttempts
 from rl_baselines.sweeps.sweep import RunSpec
-from srl_toolbox.files import readJson
 
 
 class RunTails:
@@ -46,11 +45,8 @@ class RunTails:
     def args(self, folder: str) -> dict | None:
         """:return: the args.json of the run in ``folder``, None while it cannot be read (train writes it atomically)"""
         if folder not in self._args:
-            try:
-                args = readJson(RunFolder(folder).args_file)
-            except (OSError, ValueError):
-                return None
-            if not isinstance(args, dict):
+            args = readRunArgs(folder)
+            if args is None:
                 return None
             self._args[folder] = args
         return self._args[folder]

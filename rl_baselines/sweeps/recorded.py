@@ -19,13 +19,12 @@ from typing import Any
 from environments import getEnvClass, resolvedRenderer
 from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.core.run_folder import RunFolder, runPhysics
+from rl_baselines.core.run_folder import readRunArgs, runPhysics
 from rl_baselines.runs.args_format import withAddedSettings
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
 from rl_baselines.runs.train_checks import runDeviceFor
 from rl_baselines.runs.train_config import TrainConfig, appliedSettings, idleSettings
 from rl_baselines.sweeps.sweep import parseTrainArgs
-from srl_toolbox.files import readJson
 
 # Train settings that do not change a run's result: where it is written and what it reads its model from (the model
 # is identified by its hash), how it is shown, what it computes on (the device, torch's threads: the machine's, as
@@ -121,10 +120,7 @@ def changedSettings(spec: Any, folder: str) -> list[str]:
     :return: what the run was made with otherwise than the spec's train command gives now (:func:`otherSettings`,
         :func:`otherPhysics`); nothing for a run of this command, or one whose args.json cannot be read
     """
-    try:
-        args = readJson(RunFolder(folder).args_file)
-    except (OSError, ValueError):
-        return []
-    if not isinstance(args, dict):
+    args = readRunArgs(folder)
+    if args is None:
         return []
     return otherSettings(specSettings(spec), args) + otherPhysics(spec, folder)

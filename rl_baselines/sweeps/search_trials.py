@@ -536,7 +536,8 @@ class TrialProgress:
         state = trial.state.name
         # a trial an interrupt stopped is recorded failed; the bar counts it stopped, not finished (nor in its ETA)
         stopped = state == "FAIL" and trial.user_attrs.get("error") == INTERRUPTED
-        self.counts["STOPPED" if stopped else state] = self.counts.get("STOPPED" if stopped else state, 0) + 1
+        counted = "STOPPED" if stopped else state
+        self.counts[counted] = self.counts.get(counted, 0) + 1
         if state == "COMPLETE":
             self.best = max(self.best, trial.value)
             params = ", ".join(f"{name}={formatValue(value)}" for name, value in trialValues(trial).items())
